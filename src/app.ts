@@ -1,0 +1,100 @@
+import { randomUUID } from 'node:crypto';
+import express, { type Express, type Request, type Response } from 'express';
+import helmet from 'helmet';
+import type { Pool } from 'pg';
+import { pinoHttp } from 'pino-http';
+import type { Logger } from './logger';
+import { authenticate, requireRole, type SecretSets } from './http/middleware/authenticate';
+import { notFoundHandler, problemHandler } from './http/middleware/problem-handler';
+import { requireJsonBody } from './http/middleware/require-json';
+import { adminRoutes } from './http/routes/admin';
+import { exchangeRoutes } from './http/routes/exchange';
+import { healthRoutes } from './http/routes/health';
+import { linkRoutes } from './http/routes/link';
+import { openApiRoutes } from './http/routes/openapi';
+import { removalRoutes } from './http/routes/removal';
+import type { AdminService } from './services/admin';
+import type { ConnectionService } from './services/connections';
+
+export interface AppDependencies {
+  logger: Logger;
+  pool: Pool;
+  secrets: SecretSets;
+  connections: ConnectionService;
+  admin: AdminService;
+  clock?: () => Date;
+  isShuttingDown?: () => boolean;
+}
+
+const ACCOUNT_PATHS = ['/create-link-token', '/exchange-public-token', '/remove-account', '/remove-institution'];
+const REQUEST_ID_PATTERN = /^[A-Za-z0-9._:-]{1,128}$/;
+const MAX_BODY = '16kb';
+
+function requestIdOf(req: Request, res: Response): string {
+  const sent = req.get('x-request-id');
+  const id = sent && REQUEST_ID_PATTERN.test(sent) ? sent : randomUUID();
+  res.setHeader('X-Request-Id', id);
+  return id;
+}
+
+/** Builds the HTTP app from its dependencies; it neither listens nor reads the environment. */
+export function createApp(deps: AppDependencies): Express {
+  const app = express();
+  app.disable('x-powered-by');
+  app.set('etag', false);
+  app.set('query parser', 'simple');
+
+  app.use(
+    pinoHttp({
+      logger: deps.logger,
+      genReqId: requestIdOf,
+      quietReqLogger: true,
+      customAttributeKeys: { reqId: 'request_id', responseTime: 'duration_ms' },
+      // Headers are left out on purpose: they carry X-Internal-Secret.
+      serializers: {
+        req: (req: Request) => ({ method: req.method, url: req.url }),
+        res: () => undefined,
+      },
+      customLogLevel: (_req, res, error) => (error || res.statusCode >= 500 ? 'error' : 'info'),
+      customSuccessObject: (req, res, value: Record<string, unknown>) => ({
+        ...value,
+        route: routeOf(req as Request),
+        status: res.statusCode,
+      }),
+      customErrorObject: (req, res, _error, value: Record<string, unknown>) => ({
+        ...value,
+        route: routeOf(req as Request),
+        status: res.statusCode,
+      }),
+      customSuccessMessage: (req, res) => `${req.method} ${routeOf(req as Request) ?? 'unmatched'} ${res.statusCode}`,
+      customErrorMessage: (req, res) => `${req.method} ${routeOf(req as Request) ?? 'unmatched'} ${res.statusCode}`,
+    }),
+  );
+  app.use(helmet());
+  app.use((_req, res, next) => {
+    res.setHeader('Cache-Control', 'no-store');
+    next();
+  });
+
+  app.use(healthRoutes(deps.pool, deps.isShuttingDown ?? (() => false)));
+
+  app.use(authenticate(deps.secrets));
+  app.use(requireJsonBody);
+  app.use(express.json({ limit: MAX_BODY, strict: true }));
+
+  app.use(ACCOUNT_PATHS, requireRole('internal'));
+  app.use(linkRoutes(deps.connections));
+  app.use(exchangeRoutes(deps.connections));
+  app.use(removalRoutes(deps.connections));
+  app.use('/admin', requireRole('admin'), adminRoutes(deps.admin, deps.clock ?? (() => new Date())));
+  app.use(openApiRoutes());
+
+  app.use(notFoundHandler);
+  app.use(problemHandler(deps.logger));
+  return app;
+}
+
+function routeOf(req: Request): string | undefined {
+  const path = (req as Request & { route?: { path?: unknown } }).route?.path;
+  return typeof path === 'string' ? `${req.baseUrl}${path}` : undefined;
+}

@@ -1,0 +1,21 @@
+import dotenv from 'dotenv';
+import { migrateDatabase } from '../db/migrate';
+import { createLogger } from '../logger';
+
+/** `npm run migrate`: applies pending migrations to DATABASE_URL. */
+async function run(): Promise<void> {
+  dotenv.config({ quiet: true });
+  const databaseUrl = process.env.DATABASE_URL;
+  if (!databaseUrl) {
+    process.stderr.write('DATABASE_URL is required (npm start migrates its embedded database by itself)\n');
+    process.exit(1);
+  }
+  const logger = createLogger({ level: process.env.LOG_LEVEL ?? 'info' });
+  const applied = await migrateDatabase(databaseUrl, logger);
+  logger.info({ migrations: applied }, applied.length > 0 ? `applied ${applied.length} migration(s)` : 'database is up to date');
+}
+
+run().catch((error: unknown) => {
+  process.stderr.write(`migration failed: ${error instanceof Error ? error.message : String(error)}\n`);
+  process.exit(1);
+});

@@ -1,0 +1,204 @@
+import path from 'node:path';
+import { z } from 'zod';
+import { readOrCreateLocalSecret, type LocalSecretKind } from './local-secrets';
+
+export class ConfigError extends Error {
+  constructor(readonly problems: string[]) {
+    super(`Invalid configuration:\n${problems.map((p) => `  - ${p}`).join('\n')}`);
+    this.name = 'ConfigError';
+  }
+}
+
+const KEY_BYTES = 32;
+const MIN_PRODUCTION_SECRET_LENGTH = 32;
+
+const optionalText = z
+  .string()
+  .trim()
+  .transform((value) => (value === '' ? undefined : value))
+  .optional();
+
+const commaList = optionalText.transform((value) =>
+  value === undefined
+    ? undefined
+    : value
+        .split(',')
+        .map((item) => item.trim())
+        .filter((item) => item !== ''),
+);
+
+const base64Key = z.string().refine((value) => Buffer.from(value, 'base64').length === KEY_BYTES, {
+  message: `must be base64 of exactly ${KEY_BYTES} bytes (generate one with: openssl rand -base64 32)`,
+});
+
+const positiveInt = (fallback: number) => z.coerce.number().int().positive().default(fallback);
+
+const environmentSchema = z.object({
+  NODE_ENV: z.enum(['development', 'test', 'production']).default('development'),
+  PORT: z.coerce.number().int().min(0).max(65535).default(3000),
+  LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+  INTERNAL_SECRET: commaList,
+  ADMIN_SECRET: commaList,
+  DATABASE_URL: optionalText.pipe(z.url({ protocol: /^postgres(ql)?$/ }).optional()),
+  DATA_DIR: optionalText.default('./data'),
+  TOKEN_ENCRYPTION_KEY: commaList.pipe(z.array(base64Key).optional()),
+  TOKEN_HMAC_KEY: optionalText.pipe(base64Key.optional()),
+  PLAID_CLIENT_ID: optionalText,
+  PLAID_SECRET: optionalText,
+  PLAID_ENV: z.enum(['sandbox', 'production']).default('sandbox'),
+  PLAID_BASE_URL: optionalText.pipe(z.url({ protocol: /^https?$/ }).optional()),
+  PLAID_EMULATOR_PORT: z.coerce.number().int().min(0).max(65535).default(4010),
+  PLAID_TIMEOUT_MS: positiveInt(10_000),
+  PLAID_PRODUCTS: commaList.default(['transactions']),
+  PLAID_COUNTRY_CODES: commaList.default(['US']),
+  PLAID_LANGUAGE: optionalText.default('en'),
+  PLAID_WEBHOOK_URL: optionalText.pipe(z.url().optional()),
+  PLAID_REDIRECT_URI: optionalText.pipe(z.url().optional()),
+  RATE_LIMIT_LINK_TOKENS_PER_MINUTE: positiveInt(10),
+  RATE_LIMIT_EXCHANGES_PER_MINUTE: positiveInt(5),
+  RATE_LIMIT_REMOVALS_PER_MINUTE: positiveInt(30),
+  OUTBOX_POLL_INTERVAL_MS: positiveInt(5_000),
+  OUTBOX_MAX_ATTEMPTS: positiveInt(10),
+  SHUTDOWN_TIMEOUT_MS: positiveInt(10_000),
+});
+
+export type Environment = Record<string, string | undefined>;
+
+export interface PlaidConfig {
+  clientId: string | undefined;
+  secret: string | undefined;
+  env: 'sandbox' | 'production';
+  baseUrl: string | undefined;
+  emulatorPort: number;
+  timeoutMs: number;
+  products: string[];
+  countryCodes: string[];
+  language: string;
+  webhookUrl: string | undefined;
+  redirectUri: string | undefined;
+}
+
+export interface Config {
+  nodeEnv: 'development' | 'test' | 'production';
+  port: number;
+  logLevel: string;
+  internalSecrets: string[];
+  adminSecrets: string[];
+  databaseUrl: string | undefined;
+  dataDir: string;
+  tokenEncryptionKeys: Buffer[];
+  tokenHmacKey: Buffer;
+  plaid: PlaidConfig;
+  rateLimits: { linkTokensPerMinute: number; exchangesPerMinute: number; removalsPerMinute: number };
+  outbox: { pollIntervalMs: number; maxAttempts: number };
+  shutdownTimeoutMs: number;
+  /** Secrets and keys that came from DATA_DIR files rather than the environment (never in production). */
+  localSecrets: { kind: LocalSecretKind; file: string; created: boolean }[];
+}
+
+function describeIssues(error: z.ZodError): string[] {
+  return error.issues.map((issue) => `${issue.path.join('.') || 'environment'}: ${issue.message}`);
+}
+
+/**
+ * Reads the environment once. Outside production, a missing secret or key is created
+ * in DATA_DIR so that `npm start` works on a fresh machine without any set-up.
+ */
+export function loadConfig(environment: Environment): Config {
+  const parsed = environmentSchema.safeParse(environment);
+  if (!parsed.success) throw new ConfigError(describeIssues(parsed.error));
+  const env = parsed.data;
+  const production = env.NODE_ENV === 'production';
+  const problems: string[] = [];
+  const dataDir = path.resolve(env.DATA_DIR);
+  const localSecrets: Config['localSecrets'] = [];
+
+  function secretList(name: 'INTERNAL_SECRET' | 'ADMIN_SECRET', kind: LocalSecretKind): string[] {
+    const values = env[name] ?? [];
+    if (values.length === 0) {
+      if (production) {
+        problems.push(`${name}: is required when NODE_ENV=production`);
+        return [];
+      }
+      const local = readOrCreateLocalSecret(dataDir, kind);
+      localSecrets.push({ kind, file: local.file, created: local.created });
+      return [local.value];
+    }
+    if (production) {
+      for (const value of values) {
+        if (value.length < MIN_PRODUCTION_SECRET_LENGTH) {
+          problems.push(
+            `${name}: every secret must be at least ${MIN_PRODUCTION_SECRET_LENGTH} characters when NODE_ENV=production`,
+          );
+          break;
+        }
+      }
+    }
+    return values;
+  }
+
+  function key(name: 'TOKEN_ENCRYPTION_KEY' | 'TOKEN_HMAC_KEY', kind: LocalSecretKind): Buffer[] {
+    const raw = env[name];
+    const values = raw === undefined ? [] : Array.isArray(raw) ? raw : [raw];
+    if (values.length > 0) return values.map((value) => Buffer.from(value, 'base64'));
+    if (production) {
+      problems.push(`${name}: is required when NODE_ENV=production`);
+      return [Buffer.alloc(KEY_BYTES)];
+    }
+    const local = readOrCreateLocalSecret(dataDir, kind);
+    localSecrets.push({ kind, file: local.file, created: local.created });
+    return [Buffer.from(local.value, 'base64')];
+  }
+
+  const internalSecrets = secretList('INTERNAL_SECRET', 'internal-secret');
+  const adminSecrets = secretList('ADMIN_SECRET', 'admin-secret');
+  const tokenEncryptionKeys = key('TOKEN_ENCRYPTION_KEY', 'token-encryption-key');
+  const [tokenHmacKey] = key('TOKEN_HMAC_KEY', 'token-hmac-key') as [Buffer];
+
+  if (tokenEncryptionKeys.some((encryptionKey) => encryptionKey.equals(tokenHmacKey))) {
+    problems.push('TOKEN_HMAC_KEY: must differ from every TOKEN_ENCRYPTION_KEY');
+  }
+  const shared = internalSecrets.filter((secret) => adminSecrets.includes(secret));
+  if (shared.length > 0) problems.push('ADMIN_SECRET: must not reuse a value of INTERNAL_SECRET');
+
+  if (production) {
+    if (!env.DATABASE_URL) problems.push('DATABASE_URL: is required when NODE_ENV=production');
+    if (!env.PLAID_CLIENT_ID) problems.push('PLAID_CLIENT_ID: is required when NODE_ENV=production');
+    if (!env.PLAID_SECRET) problems.push('PLAID_SECRET: is required when NODE_ENV=production');
+  }
+  if (env.PLAID_CLIENT_ID && !env.PLAID_SECRET) problems.push('PLAID_SECRET: is required with PLAID_CLIENT_ID');
+  if (problems.length > 0) throw new ConfigError(problems);
+
+  return {
+    nodeEnv: env.NODE_ENV,
+    port: env.PORT,
+    logLevel: env.LOG_LEVEL,
+    internalSecrets,
+    adminSecrets,
+    databaseUrl: env.DATABASE_URL,
+    dataDir,
+    tokenEncryptionKeys,
+    tokenHmacKey,
+    plaid: {
+      clientId: env.PLAID_CLIENT_ID,
+      secret: env.PLAID_SECRET,
+      env: env.PLAID_ENV,
+      baseUrl: env.PLAID_BASE_URL,
+      emulatorPort: env.PLAID_EMULATOR_PORT,
+      timeoutMs: env.PLAID_TIMEOUT_MS,
+      products: env.PLAID_PRODUCTS,
+      countryCodes: env.PLAID_COUNTRY_CODES,
+      language: env.PLAID_LANGUAGE,
+      webhookUrl: env.PLAID_WEBHOOK_URL,
+      redirectUri: env.PLAID_REDIRECT_URI,
+    },
+    rateLimits: {
+      linkTokensPerMinute: env.RATE_LIMIT_LINK_TOKENS_PER_MINUTE,
+      exchangesPerMinute: env.RATE_LIMIT_EXCHANGES_PER_MINUTE,
+      removalsPerMinute: env.RATE_LIMIT_REMOVALS_PER_MINUTE,
+    },
+    outbox: { pollIntervalMs: env.OUTBOX_POLL_INTERVAL_MS, maxAttempts: env.OUTBOX_MAX_ATTEMPTS },
+    shutdownTimeoutMs: env.SHUTDOWN_TIMEOUT_MS,
+    localSecrets,
+  };
+}

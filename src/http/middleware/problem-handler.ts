@@ -1,0 +1,82 @@
+import type { NextFunction, Request, Response } from 'express';
+import { AppError } from '../../errors';
+import { isDatabaseUnavailableError } from '../../db/pool';
+import type { Logger } from '../../logger';
+
+export const PROBLEM_CONTENT_TYPE = 'application/problem+json';
+
+const BODY_PARSER_ERRORS: Record<string, () => AppError> = {
+  'entity.parse.failed': () =>
+    new AppError(400, 'MALFORMED_JSON', 'Malformed JSON', { detail: 'The request body is not valid JSON.' }),
+  'entity.too.large': () =>
+    new AppError(413, 'PAYLOAD_TOO_LARGE', 'Payload too large', { detail: 'The request body is over 16 kB.' }),
+  'encoding.unsupported': () =>
+    new AppError(415, 'UNSUPPORTED_MEDIA_TYPE', 'Unsupported media type', {
+      detail: 'The request body encoding is not supported.',
+    }),
+  'charset.unsupported': () =>
+    new AppError(415, 'UNSUPPORTED_MEDIA_TYPE', 'Unsupported media type', {
+      detail: 'Send the body as UTF-8 JSON.',
+    }),
+};
+
+const internalError = () =>
+  new AppError(500, 'INTERNAL_ERROR', 'Internal error', {
+    detail: 'Something went wrong on our side; the request id helps us find it.',
+  });
+
+/** Anything thrown becomes an AppError; what is not ours says nothing about its insides. */
+export function toAppError(error: unknown): AppError {
+  if (error instanceof AppError) return error;
+  const type = (error as { type?: unknown })?.type;
+  if (typeof type === 'string' && BODY_PARSER_ERRORS[type]) return BODY_PARSER_ERRORS[type]();
+  if (isDatabaseUnavailableError(error)) {
+    return new AppError(503, 'DATABASE_UNAVAILABLE', 'Database unavailable', {
+      detail: 'The database is not answering; try again shortly.',
+      retryAfterSeconds: 5,
+    });
+  }
+  const status = (error as { status?: unknown })?.status;
+  if (typeof status === 'number' && status >= 400 && status < 500) {
+    return new AppError(status, 'BAD_REQUEST', 'Bad request', { detail: 'The request could not be read.' });
+  }
+  return internalError();
+}
+
+export function sendProblem(res: Response, error: AppError, requestId: string): void {
+  for (const [name, value] of Object.entries(error.headers)) res.setHeader(name, value);
+  if (error.retryAfterSeconds !== undefined) res.setHeader('Retry-After', String(error.retryAfterSeconds));
+  res
+    .status(error.status)
+    .type(PROBLEM_CONTENT_TYPE)
+    .send(
+      JSON.stringify({
+        type: `urn:account-connection:problem:${error.code.toLowerCase().replace(/_/g, '-')}`,
+        title: error.title,
+        status: error.status,
+        detail: error.detail,
+        code: error.code,
+        request_id: requestId,
+        ...(error.errors ? { errors: error.errors } : {}),
+      }),
+    );
+}
+
+export function notFoundHandler(req: Request, _res: Response, next: NextFunction): void {
+  next(new AppError(404, 'NOT_FOUND', 'Not found', { detail: `There is no ${req.method} ${req.path} here.` }));
+}
+
+/** The only place that writes an error response. */
+export function problemHandler(logger: Logger) {
+  return (error: unknown, req: Request, res: Response, _next: NextFunction): void => {
+    const problem = toAppError(error);
+    const log = req.log ?? logger;
+    if (problem.status >= 500) log.error({ err: error, code: problem.code }, 'request failed');
+    else log.debug({ code: problem.code }, 'request refused');
+    if (res.headersSent) {
+      res.destroy();
+      return;
+    }
+    sendProblem(res, problem, String(req.id ?? ''));
+  };
+}

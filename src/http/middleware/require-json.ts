@@ -1,0 +1,23 @@
+import type { NextFunction, Request, Response } from 'express';
+import { AppError } from '../../errors';
+
+/** A POST that carries a body must say it is JSON; no body at all is left to validation. */
+export function requireJsonBody(req: Request, _res: Response, next: NextFunction): void {
+  if (req.method === 'POST' && req.is('application/json') === false) {
+    throw new AppError(415, 'UNSUPPORTED_MEDIA_TYPE', 'Unsupported media type', {
+      detail: 'Send the body as JSON with Content-Type: application/json.',
+    });
+  }
+  next();
+}
+
+export function methodNotAllowed(...allowed: string[]) {
+  return (req: Request, _res: Response, next: NextFunction) => {
+    next(
+      new AppError(405, 'METHOD_NOT_ALLOWED', 'Method not allowed', {
+        detail: `${req.method} is not allowed here; use ${allowed.join(', ')}.`,
+        headers: { Allow: allowed.join(', ') },
+      }),
+    );
+  };
+}

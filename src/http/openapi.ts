@@ -1,0 +1,123 @@
+import { OpenAPIRegistry, OpenApiGeneratorV31 } from '@asteasolutions/zod-to-openapi';
+import {
+  adminAccountsQuery,
+  adminAccountsResponse,
+  adminStatsResponse,
+  createLinkTokenBody,
+  createLinkTokenResponse,
+  exchangePublicTokenBody,
+  exchangePublicTokenResponse,
+  problemSchema,
+  removeAccountBody,
+  removeAccountResponse,
+  removeInstitutionBody,
+  removeInstitutionResponse,
+  z,
+} from './schemas';
+
+type ProblemStatus = 400 | 401 | 403 | 404 | 405 | 409 | 413 | 415 | 429 | 500 | 502 | 503 | 504;
+
+const PROBLEM_DESCRIPTIONS: Record<ProblemStatus, string> = {
+  400: 'Invalid input (VALIDATION_FAILED, MALFORMED_JSON, INVALID_PUBLIC_TOKEN).',
+  401: 'Missing or unknown X-Internal-Secret (UNAUTHENTICATED).',
+  403: 'The secret belongs to the other role (FORBIDDEN).',
+  404: 'Unknown, removed, or another user’s account or connection (NOT_FOUND).',
+  405: 'Wrong method for this path (METHOD_NOT_ALLOWED).',
+  409: 'DUPLICATE_INSTITUTION, EXCHANGE_IN_PROGRESS, EXCHANGE_FAILED or ITEM_LOGIN_REQUIRED.',
+  413: 'Body over 16 kB (PAYLOAD_TOO_LARGE).',
+  415: 'Body that is not JSON (UNSUPPORTED_MEDIA_TYPE).',
+  429: 'RATE_LIMITED or PROVIDER_RATE_LIMITED; see Retry-After.',
+  500: 'INTERNAL_ERROR.',
+  502: 'PROVIDER_ERROR, PROVIDER_REJECTED or PROVIDER_INVALID_RESPONSE.',
+  503: 'DATABASE_UNAVAILABLE or PROVIDER_UNAVAILABLE; see Retry-After.',
+  504: 'PROVIDER_TIMEOUT.',
+};
+
+const problems = (...statuses: ProblemStatus[]) =>
+  Object.fromEntries(
+    statuses.map((status) => [
+      status,
+      { description: PROBLEM_DESCRIPTIONS[status], content: { 'application/problem+json': { schema: problemSchema } } },
+    ]),
+  );
+
+const COMMON: ProblemStatus[] = [400, 401, 403, 405, 413, 415, 429, 500, 503];
+
+export function buildOpenApiDocument(): Record<string, unknown> {
+  const registry = new OpenAPIRegistry();
+  registry.registerComponent('securitySchemes', 'internalSecret', {
+    type: 'apiKey',
+    in: 'header',
+    name: 'X-Internal-Secret',
+  });
+  const json = <T extends z.ZodType>(schema: T) => ({ content: { 'application/json': { schema } } });
+  const post = (path: string, summary: string, body: z.ZodType, response: z.ZodType, extra: ProblemStatus[]) =>
+    registry.registerPath({
+      method: 'post',
+      path,
+      summary,
+      request: { body: { required: true, ...json(body) } },
+      responses: { 200: { description: 'OK', ...json(response) }, ...problems(...COMMON, ...extra) },
+    });
+
+  post('/create-link-token', 'Start Plaid Link for a user', createLinkTokenBody, createLinkTokenResponse, [404, 409, 502, 504]);
+  post(
+    '/exchange-public-token',
+    "Store a user's new connection and return its accounts",
+    exchangePublicTokenBody,
+    exchangePublicTokenResponse,
+    [404, 409, 502, 504],
+  );
+  post('/remove-account', 'Remove one account (and its connection when it was the last)', removeAccountBody, removeAccountResponse, [404]);
+  post('/remove-institution', 'Remove a connection with all its accounts', removeInstitutionBody, removeInstitutionResponse, [404]);
+
+  registry.registerPath({
+    method: 'get',
+    path: '/admin/accounts',
+    summary: 'List connected accounts (JSON pages, or NDJSON/CSV export by Accept header)',
+    request: { query: adminAccountsQuery },
+    responses: {
+      200: {
+        description: 'A page of accounts, or every matching account as NDJSON or CSV',
+        content: {
+          'application/json': { schema: adminAccountsResponse },
+          'application/x-ndjson': { schema: z.string() },
+          'text/csv': { schema: z.string() },
+        },
+      },
+      ...problems(400, 401, 403, 405, 500, 503),
+    },
+  });
+  registry.registerPath({
+    method: 'get',
+    path: '/admin/stats',
+    summary: 'System-wide statistics',
+    responses: { 200: { description: 'Statistics', ...json(adminStatsResponse) }, ...problems(401, 403, 405, 500, 503) },
+  });
+  registry.registerPath({
+    method: 'get',
+    path: '/openapi.json',
+    summary: 'This document',
+    responses: { 200: { description: 'OpenAPI 3.1 document', content: { 'application/json': { schema: z.object({}).passthrough() } } }, ...problems(401) },
+  });
+  const health = z.object({ status: z.string() });
+  for (const path of ['/healthz', '/readyz']) {
+    registry.registerPath({
+      method: 'get',
+      path,
+      summary: path === '/healthz' ? 'The process is alive' : 'The database answers',
+      security: [],
+      responses: { 200: { description: 'OK', ...json(health) }, ...problems(503) },
+    });
+  }
+
+  return new OpenApiGeneratorV31(registry.definitions).generateDocument({
+    openapi: '3.1.0',
+    info: {
+      title: 'Account connection service',
+      version: '1',
+      description: 'Connects users’ bank accounts through Plaid for the operator’s website.',
+    },
+    security: [{ internalSecret: [] }],
+  }) as unknown as Record<string, unknown>;
+}

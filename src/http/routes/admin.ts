@@ -1,0 +1,92 @@
+import { Transform, pipeline } from 'node:stream';
+import { Router, type Request, type Response } from 'express';
+import type { AdminAccountRow } from '../../repository/admin-repository';
+import { toAdminAccount, type AccountFilters, type AdminService } from '../../services/admin';
+import { methodNotAllowed } from '../middleware/require-json';
+import { adminAccountsQuery } from '../schemas';
+import { parseInput } from '../validate';
+
+const CSV_COLUMNS = [
+  'provider_account_id',
+  'subscription_user_id',
+  'app_name',
+  'institution_id',
+  'institution_name',
+  'name',
+  'mask',
+  'type',
+  'subtype',
+  'created_at',
+] as const;
+
+function csvField(value: string | null): string {
+  if (value === null) return '';
+  // A leading =, +, - or @ would be run as a formula by spreadsheet programs.
+  const safe = /^[=+\-@\t\r]/.test(value) ? `'${value}` : value;
+  return /[",\r\n]/.test(safe) ? `"${safe.replace(/"/g, '""')}"` : safe;
+}
+
+const formats = {
+  'application/x-ndjson': (row: AdminAccountRow) => `${JSON.stringify(toAdminAccount(row))}\n`,
+  'text/csv': (row: AdminAccountRow) => {
+    const account = toAdminAccount(row);
+    return `${CSV_COLUMNS.map((column) => csvField(account[column])).join(',')}\n`;
+  },
+} as const;
+
+async function streamExport(
+  admin: AdminService,
+  filters: AccountFilters,
+  format: keyof typeof formats,
+  req: Request,
+  res: Response,
+): Promise<void> {
+  const { rows, close } = await admin.openAccountStream(filters);
+  res.status(200).type(format === 'text/csv' ? 'text/csv; charset=utf-8' : 'application/x-ndjson');
+  if (format === 'text/csv') res.write(`${CSV_COLUMNS.join(',')}\n`);
+  const encode = formats[format];
+  const toLines = new Transform({
+    writableObjectMode: true,
+    transform(row: AdminAccountRow, _encoding, done) {
+      done(null, encode(row));
+    },
+  });
+  await new Promise<void>((resolve) => {
+    pipeline(rows, toLines, res, (error) => {
+      close(error ?? undefined);
+      if (error) req.log.warn({ err: error }, 'account export ended early');
+      resolve();
+    });
+  });
+}
+
+export function adminRoutes(admin: AdminService, clock: () => Date): Router {
+  const router = Router();
+  router
+    .route('/accounts')
+    .get(async (req, res) => {
+      const query = parseInput(adminAccountsQuery, req.query, 'query');
+      const filters: AccountFilters = {
+        subscriptionUserId: query.subscription_user_id,
+        institutionId: query.institution_id,
+        appName: query.app_name,
+        type: query.type,
+        createdAfter: query.created_after,
+        createdBefore: query.created_before,
+      };
+      const format = req.accepts(['application/json', 'application/x-ndjson', 'text/csv']);
+      if (format === 'application/x-ndjson' || format === 'text/csv') {
+        await streamExport(admin, filters, format, req, res);
+        return;
+      }
+      res.json(await admin.listAccounts(filters, query.cursor, query.limit));
+    })
+    .all(methodNotAllowed('GET'));
+  router
+    .route('/stats')
+    .get(async (_req, res) => {
+      res.json(await admin.stats(clock()));
+    })
+    .all(methodNotAllowed('GET'));
+  return router;
+}

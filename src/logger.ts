@@ -1,0 +1,90 @@
+import pino, { type Logger, type LoggerOptions } from 'pino';
+
+export type { Logger };
+
+const SENSITIVE_KEYS = new Set([
+  'access_token',
+  'public_token',
+  'link_token',
+  'secret',
+  'client_secret',
+  'plaid-secret',
+  'x-internal-secret',
+  'authorization',
+  'cookie',
+  'password',
+  'internalsecret',
+  'adminsecret',
+]);
+
+// Plaid tokens look like `<type>-<environment>-<uuid>`; they are scrubbed even from free text.
+const TOKEN_PATTERN = /\b(access|public|link|processor)-(sandbox|production|development)-[0-9a-f-]{8,}/gi;
+const REDACTED = '[REDACTED]';
+const MAX_DEPTH = 8;
+
+export function scrub(value: unknown, depth = 0): unknown {
+  if (typeof value === 'string') return value.replace(TOKEN_PATTERN, REDACTED);
+  if (value === null || typeof value !== 'object' || depth > MAX_DEPTH) return value;
+  if (Buffer.isBuffer(value)) return REDACTED;
+  if (Array.isArray(value)) return value.map((item) => scrub(item, depth + 1));
+  if (value instanceof Error) return serializeError(value);
+  const out: Record<string, unknown> = {};
+  for (const [key, item] of Object.entries(value)) {
+    out[key] = SENSITIVE_KEYS.has(key.toLowerCase()) ? REDACTED : scrub(item, depth + 1);
+  }
+  return out;
+}
+
+const ERROR_FIELDS = [
+  'name',
+  'message',
+  'code',
+  'status',
+  'title',
+  'detail',
+  'errorType',
+  'errorCode',
+  'providerRequestId',
+  'stack',
+] as const;
+
+/**
+ * Errors go through an allowlist: an AxiosError from the Plaid SDK carries the request's headers
+ * (PLAID-SECRET) and body (tokens), and a pg error's `detail` can carry key values.
+ */
+export function serializeError(error: unknown): Record<string, unknown> {
+  if (!(error instanceof Error)) return { message: scrub(String(error)) };
+  const source = error as unknown as Record<string, unknown>;
+  const out: Record<string, unknown> = {};
+  for (const field of ERROR_FIELDS) {
+    const value = source[field];
+    if (typeof value === 'string' || typeof value === 'number') out[field] = scrub(value);
+  }
+  if (error.cause !== undefined) out.cause = serializeError(error.cause);
+  return out;
+}
+
+export function createLogger(options: { level: string; destination?: pino.DestinationStream }): Logger {
+  const loggerOptions: LoggerOptions = {
+    level: options.level,
+    base: undefined,
+    timestamp: pino.stdTimeFunctions.isoTime,
+    messageKey: 'msg',
+    serializers: { err: serializeError, error: serializeError },
+    formatters: {
+      level: (label) => ({ level: label }),
+      log: (object) => scrub(object) as Record<string, unknown>,
+    },
+    hooks: {
+      logMethod(args, method) {
+        method.apply(
+          this,
+          args.map((arg) => (typeof arg === 'string' ? (scrub(arg) as string) : arg)) as Parameters<
+            typeof method
+          >,
+        );
+      },
+    },
+  };
+  return options.destination ? pino(loggerOptions, options.destination) : pino(loggerOptions);
+}

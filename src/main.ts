@@ -1,0 +1,137 @@
+import type { Server } from 'node:http';
+import path from 'node:path';
+import dotenv from 'dotenv';
+import { createApp } from './app';
+import { ConfigError, loadConfig, type Config } from './config';
+import { buildDependencies, type Dependencies } from './dependencies';
+import { startEmbeddedPostgres, type EmbeddedDatabase } from './db/embedded-postgres';
+import { migrateDatabase } from './db/migrate';
+import { PlaidEmulator } from './emulator/plaid-emulator';
+import { createLogger, type Logger } from './logger';
+
+const EMULATOR_CREDENTIALS = { clientId: 'local-emulator', secret: 'local-emulator-secret' };
+
+function readConfig(): Config {
+  dotenv.config({ quiet: true });
+  try {
+    return loadConfig(process.env);
+  } catch (error) {
+    if (error instanceof ConfigError) {
+      process.stderr.write(`${error.message}\n`);
+      process.exit(1);
+    }
+    throw error;
+  }
+}
+
+function logBanner(config: Config, logger: Logger, url: string): void {
+  logger.info({ url }, `account connection service listening on ${url}`);
+  const fileOf = (kind: string) => config.localSecrets.find((secret) => secret.kind === kind)?.file;
+  for (const secret of config.localSecrets) {
+    logger.info(
+      { file: secret.file },
+      `${secret.kind} ${secret.created ? 'generated and stored' : 'read'} from ${secret.file} (development only)`,
+    );
+  }
+  const adminFile = fileOf('admin-secret');
+  const internalFile = fileOf('internal-secret');
+  if (adminFile) logger.info(`try: curl -s -H "X-Internal-Secret: $(cat ${adminFile})" ${url}/admin/stats`);
+  if (internalFile) {
+    logger.info(
+      `try: curl -s -H "X-Internal-Secret: $(cat ${internalFile})" -H 'Content-Type: application/json' ` +
+        `-d '{"subscription_user_id":"user-1","app_name":"My App"}' ${url}/create-link-token`,
+    );
+  }
+}
+
+async function main(): Promise<void> {
+  const config = readConfig();
+  const logger = createLogger({ level: config.logLevel });
+  let embedded: EmbeddedDatabase | undefined;
+  let emulator: PlaidEmulator | undefined;
+  let deps: Dependencies | undefined;
+  let server: Server | undefined;
+  let shuttingDown = false;
+
+  const shutdown = async (reason: string, exitCode: number) => {
+    if (shuttingDown) return;
+    shuttingDown = true;
+    logger.info({ reason }, 'shutting down');
+    const deadline = setTimeout(() => {
+      logger.error('in-flight requests did not finish in time; closing their connections');
+      server?.closeAllConnections();
+    }, config.shutdownTimeoutMs);
+    deadline.unref();
+    if (server) {
+      const closed = new Promise<void>((resolve) => server?.close(() => resolve()));
+      server.closeIdleConnections();
+      await closed;
+    }
+    clearTimeout(deadline);
+    await deps?.outbox.stop().catch((error: unknown) => logger.error({ err: error }, 'outbox stop failed'));
+    await deps?.pool.end().catch((error: unknown) => logger.error({ err: error }, 'pool close failed'));
+    await emulator?.close();
+    await embedded?.stop().catch((error: unknown) => logger.error({ err: error }, 'embedded postgres stop failed'));
+    logger.info('stopped');
+    logger.flush();
+    process.exit(exitCode);
+  };
+  process.on('SIGTERM', () => void shutdown('SIGTERM', 0));
+  process.on('SIGINT', () => void shutdown('SIGINT', 0));
+  process.on('uncaughtException', (error) => {
+    logger.fatal({ err: error }, 'uncaught exception');
+    void shutdown('uncaughtException', 1);
+  });
+  process.on('unhandledRejection', (error) => {
+    logger.fatal({ err: error }, 'unhandled rejection');
+    void shutdown('unhandledRejection', 1);
+  });
+
+  if (!config.databaseUrl) {
+    const databaseDir = path.join(config.dataDir, 'postgres');
+    embedded = await startEmbeddedPostgres({ databaseDir, persistent: true }, logger);
+    logger.info({ databaseDir }, 'no DATABASE_URL: started an embedded PostgreSQL');
+  }
+  const databaseUrl = config.databaseUrl ?? (embedded as EmbeddedDatabase).connectionString;
+  const applied = await migrateDatabase(databaseUrl, logger);
+  if (applied.length > 0) logger.info({ migrations: applied }, 'applied database migrations');
+
+  let plaid = { clientId: config.plaid.clientId, secret: config.plaid.secret, baseUrl: config.plaid.baseUrl };
+  if (!plaid.clientId) {
+    // loadConfig refuses production without credentials, so the emulator never runs there.
+    emulator = new PlaidEmulator({ credentials: EMULATOR_CREDENTIALS });
+    const url = await emulator.listen(config.plaid.emulatorPort);
+    plaid = { ...EMULATOR_CREDENTIALS, baseUrl: url };
+    logger.info({ url }, `no PLAID_CLIENT_ID: using the built-in Plaid emulator at ${url}`);
+  }
+
+  deps = buildDependencies(config, logger, {
+    databaseUrl,
+    plaid: { clientId: plaid.clientId as string, secret: plaid.secret as string, baseUrl: plaid.baseUrl },
+  });
+  const app = createApp({
+    logger,
+    pool: deps.pool,
+    secrets: { internal: config.internalSecrets, admin: config.adminSecrets },
+    connections: deps.connections,
+    admin: deps.admin,
+    isShuttingDown: () => shuttingDown,
+  });
+  server = app.listen(config.port);
+  await new Promise<void>((resolve, reject) => {
+    server?.once('listening', resolve);
+    server?.once('error', reject);
+  });
+  server.requestTimeout = 30_000;
+  server.headersTimeout = 10_000;
+  server.keepAliveTimeout = 5_000;
+  deps.outbox.start();
+  const address = server.address();
+  const port = typeof address === 'object' && address ? address.port : config.port;
+  logBanner(config, logger, `http://localhost:${port}`);
+}
+
+main().catch((error: unknown) => {
+  process.stderr.write(`failed to start: ${error instanceof Error ? error.message : String(error)}\n`);
+  process.exit(1);
+});

@@ -1,0 +1,319 @@
+import { isAxiosError, type AxiosResponse } from 'axios';
+import {
+  BrokenCircuitError,
+  ConsecutiveBreaker,
+  circuitBreaker,
+  handleWhen,
+  retry,
+  wrap,
+  type IBackoff,
+  type IBackoffFactory,
+  type IPolicy,
+  type IRetryBackoffContext,
+} from 'cockatiel';
+import {
+  Configuration,
+  CountryCode,
+  PlaidApi,
+  PlaidEnvironments,
+  Products,
+  type LinkTokenCreateRequest,
+} from 'plaid';
+import { z } from 'zod';
+import type { Logger } from '../logger';
+import type { AccountProvider, CreateLinkTokenInput, ProviderAccount, ProviderItem } from './account-provider';
+import { ProviderError, type ProviderFailureKind } from './provider-error';
+
+export interface PlaidProviderOptions {
+  clientId: string;
+  secret: string;
+  env: 'sandbox' | 'production';
+  baseUrl?: string | undefined;
+  timeoutMs: number;
+  products: string[];
+  countryCodes: string[];
+  language: string;
+  webhookUrl?: string | undefined;
+  redirectUri?: string | undefined;
+  /** Attempts for calls that are safe to repeat, the first included. */
+  maxAttempts?: number;
+  retryBaseDelayMs?: number;
+  retryMaxDelayMs?: number;
+  breakerThreshold?: number;
+  breakerHalfOpenAfterMs?: number;
+  logger: Logger;
+}
+
+const MAX_RESPONSE_BYTES = 1024 * 1024;
+const TOKEN_TEXT = z.string().min(1).max(256);
+const accessTokenSchema = z.string().regex(/^access-[a-z]+-[A-Za-z0-9-]{1,200}$/);
+const nullableText = z.string().max(512).nullish();
+
+const itemSchema = z.object({
+  item_id: TOKEN_TEXT,
+  institution_id: z.string().max(256).nullish(),
+  institution_name: z.string().max(512).nullish(),
+  error: z.object({ error_code: z.string() }).nullish(),
+});
+const responses = {
+  linkToken: z.object({ link_token: z.string().regex(/^link-[a-z]+-[A-Za-z0-9-]+$/), expiration: z.string() }),
+  exchange: z.object({ access_token: accessTokenSchema, item_id: TOKEN_TEXT }),
+  item: z.object({ item: itemSchema }),
+  accounts: z.object({
+    item: itemSchema,
+    accounts: z
+      .array(
+        z.object({
+          account_id: TOKEN_TEXT,
+          name: z.string().min(1).max(512),
+          official_name: nullableText,
+          mask: z.string().max(32).nullish(),
+          type: z.string().min(1).max(64),
+          subtype: z.string().max(64).nullish(),
+        }),
+      )
+      .max(100),
+  }),
+  institution: z.object({ institution: z.object({ institution_id: TOKEN_TEXT, name: z.string().min(1).max(512) }) }),
+};
+
+const plaidErrorSchema = z.object({
+  error_type: z.string(),
+  error_code: z.string(),
+  error_message: z.string().nullish(),
+  request_id: z.string().nullish(),
+});
+
+function parseRetryAfter(value: unknown): number | undefined {
+  if (typeof value !== 'string' && typeof value !== 'number') return undefined;
+  const seconds = Number(value);
+  if (Number.isFinite(seconds) && seconds >= 0) return Math.ceil(seconds);
+  const date = Date.parse(String(value));
+  return Number.isNaN(date) ? undefined : Math.max(0, Math.ceil((date - Date.now()) / 1000));
+}
+
+function kindOfPlaidError(status: number, errorType: string, errorCode: string): ProviderFailureKind {
+  if (errorCode === 'INVALID_PUBLIC_TOKEN') return 'invalid_public_token';
+  if (errorCode === 'ITEM_NOT_FOUND' || errorCode === 'INVALID_ACCESS_TOKEN') return 'item_gone';
+  if (errorCode === 'ITEM_LOGIN_REQUIRED') return 'item_login_required';
+  if (errorType === 'RATE_LIMIT_EXCEEDED' || status === 429) return 'rate_limited';
+  if (errorCode === 'PLANNED_MAINTENANCE' || status === 503) return 'unavailable';
+  if (errorType === 'INSTITUTION_ERROR' || status >= 500) return 'failed';
+  return 'rejected';
+}
+
+/** Translates whatever the SDK threw into a ProviderError, keeping nothing of axios' config. */
+export function toProviderError(operation: string, error: unknown): ProviderError {
+  if (error instanceof ProviderError) return error;
+  if (error instanceof BrokenCircuitError) {
+    return new ProviderError('unavailable', operation, {
+      message: 'The provider has been failing; calls are paused for a moment.',
+    });
+  }
+  if (!isAxiosError(error)) return new ProviderError('failed', operation, { message: `${operation} failed` });
+  const response = error.response;
+  if (!response) {
+    const timedOut = error.code === 'ECONNABORTED' || error.code === 'ETIMEDOUT';
+    return new ProviderError(timedOut ? 'timeout' : 'failed', operation, {
+      message: timedOut ? `${operation} timed out` : `${operation} could not reach the provider (${error.code ?? 'network error'})`,
+    });
+  }
+  const retryAfterSeconds = parseRetryAfter(response.headers?.['retry-after']);
+  const parsed = plaidErrorSchema.safeParse(response.data);
+  if (!parsed.success) {
+    return new ProviderError(response.status >= 500 ? 'failed' : 'invalid_response', operation, {
+      httpStatus: response.status,
+      retryAfterSeconds,
+      message: `${operation} answered HTTP ${response.status} without a provider error body`,
+    });
+  }
+  const { error_type: errorType, error_code: errorCode, request_id: providerRequestId } = parsed.data;
+  const kind = kindOfPlaidError(response.status, errorType, errorCode);
+  const messages: Partial<Record<ProviderFailureKind, string>> = {
+    invalid_public_token: 'The public token is invalid, expired, or was already exchanged.',
+    item_gone: 'The connection no longer exists at the provider.',
+    item_login_required: 'The institution needs the user to log in again; create an update-mode link token.',
+  };
+  return new ProviderError(kind, operation, {
+    errorType,
+    errorCode,
+    providerRequestId,
+    httpStatus: response.status,
+    retryAfterSeconds,
+    message: messages[kind] ?? `${operation} failed at the provider with ${errorCode}`,
+  });
+}
+
+/** Exponential backoff with full jitter that never waits less than the provider's Retry-After. */
+class JitteredBackoff implements IBackoffFactory<IRetryBackoffContext<unknown>> {
+  constructor(
+    private readonly baseMs: number,
+    private readonly maxMs: number,
+  ) {}
+
+  next(context: IRetryBackoffContext<unknown>): IBackoff<IRetryBackoffContext<unknown>> {
+    const ceiling = Math.min(this.maxMs, this.baseMs * 2 ** Math.max(0, context.attempt - 1));
+    const jittered = Math.random() * ceiling;
+    const error = 'error' in context.result ? context.result.error : undefined;
+    const retryAfterMs = error instanceof ProviderError && error.retryAfterSeconds ? error.retryAfterSeconds * 1000 : 0;
+    return { duration: Math.min(this.maxMs, Math.max(jittered, retryAfterMs)), next: (c) => this.next(c) };
+  }
+}
+
+export class PlaidProvider implements AccountProvider {
+  private readonly api: PlaidApi;
+  private readonly repeatable: IPolicy;
+  private readonly once: IPolicy;
+
+  constructor(private readonly options: PlaidProviderOptions) {
+    // The SDK joins basePath and path as strings: a trailing slash would request `//link/token/create`.
+    const basePath = (options.baseUrl ?? (PlaidEnvironments[options.env] as string)).replace(/\/+$/, '');
+    this.api = new PlaidApi(
+      new Configuration({
+        basePath,
+        baseOptions: {
+          headers: { 'PLAID-CLIENT-ID': options.clientId, 'PLAID-SECRET': options.secret },
+          timeout: options.timeoutMs,
+          // axios would otherwise send even loopback traffic through HTTP_PROXY.
+          proxy: false,
+          maxRedirects: 0,
+          maxContentLength: MAX_RESPONSE_BYTES,
+          maxBodyLength: MAX_RESPONSE_BYTES,
+        },
+      }),
+    );
+    const countsAgainstProvider = (error: Error) => error instanceof ProviderError && error.transient;
+    const breaker = circuitBreaker(handleWhen(countsAgainstProvider), {
+      halfOpenAfter: options.breakerHalfOpenAfterMs ?? 30_000,
+      breaker: new ConsecutiveBreaker(options.breakerThreshold ?? 5),
+    });
+    const retries = retry(handleWhen(countsAgainstProvider), {
+      maxAttempts: (options.maxAttempts ?? 3) - 1,
+      backoff: new JitteredBackoff(options.retryBaseDelayMs ?? 200, options.retryMaxDelayMs ?? 5_000),
+    });
+    retries.onRetry((reason) => {
+      const error = 'error' in reason ? reason.error : undefined;
+      options.logger.warn({ err: error, delayMs: Math.round(reason.delay) }, 'retrying provider call');
+    });
+    this.repeatable = wrap(retries, breaker);
+    this.once = breaker;
+  }
+
+  private async call<T>(
+    operation: string,
+    policy: IPolicy,
+    schema: z.ZodType<T>,
+    send: () => Promise<AxiosResponse<unknown>>,
+  ): Promise<T> {
+    const started = Date.now();
+    try {
+      const data = await policy.execute(async () => {
+        try {
+          const response = await send();
+          const parsed = schema.safeParse(response.data);
+          if (!parsed.success) {
+            throw new ProviderError('invalid_response', operation, {
+              message: `${operation} answered without the fields the service needs`,
+            });
+          }
+          return parsed.data;
+        } catch (error) {
+          throw toProviderError(operation, error);
+        }
+      });
+      const requestId = (data as { request_id?: unknown }).request_id;
+      this.options.logger.debug({ operation, durationMs: Date.now() - started, requestId }, 'provider call');
+      return data;
+    } catch (error) {
+      const failure = toProviderError(operation, error);
+      this.options.logger.warn(
+        {
+          operation,
+          durationMs: Date.now() - started,
+          kind: failure.kind,
+          errorType: failure.errorType,
+          errorCode: failure.errorCode,
+          providerRequestId: failure.providerRequestId,
+          httpStatus: failure.httpStatus,
+        },
+        'provider call failed',
+      );
+      throw failure;
+    }
+  }
+
+  async createLinkToken(input: CreateLinkTokenInput): Promise<{ linkToken: string; expiration: string }> {
+    const request: LinkTokenCreateRequest = {
+      client_name: input.clientName,
+      language: this.options.language,
+      country_codes: this.options.countryCodes as CountryCode[],
+      user: { client_user_id: input.clientUserId },
+      ...(input.accessToken
+        ? { access_token: input.accessToken }
+        : { products: this.options.products as Products[] }),
+      ...(this.options.webhookUrl ? { webhook: this.options.webhookUrl } : {}),
+      ...(this.options.redirectUri ? { redirect_uri: this.options.redirectUri } : {}),
+    };
+    const data = await this.call('link/token/create', this.repeatable, responses.linkToken, () =>
+      this.api.linkTokenCreate(request),
+    );
+    return { linkToken: data.link_token, expiration: data.expiration };
+  }
+
+  /** Never retried: a sent exchange may have created a billed Item whose token we would never see. */
+  async exchangePublicToken(publicToken: string): Promise<{ accessToken: string; itemId: string }> {
+    const data = await this.call('item/public_token/exchange', this.once, responses.exchange, () =>
+      this.api.itemPublicTokenExchange({ public_token: publicToken }),
+    );
+    return { accessToken: data.access_token, itemId: data.item_id };
+  }
+
+  async getItem(accessToken: string): Promise<ProviderItem> {
+    const data = await this.call('item/get', this.repeatable, responses.item, () =>
+      this.api.itemGet({ access_token: accessToken }),
+    );
+    return toItem(data.item);
+  }
+
+  async getAccounts(accessToken: string): Promise<{ item: ProviderItem; accounts: ProviderAccount[] }> {
+    const data = await this.call('accounts/get', this.repeatable, responses.accounts, () =>
+      this.api.accountsGet({ access_token: accessToken }),
+    );
+    return {
+      item: toItem(data.item),
+      accounts: data.accounts.map((account) => ({
+        accountId: account.account_id,
+        name: account.name,
+        officialName: account.official_name ?? null,
+        mask: account.mask ?? null,
+        type: account.type,
+        subtype: account.subtype ?? null,
+      })),
+    };
+  }
+
+  async getInstitutionName(institutionId: string): Promise<string> {
+    const data = await this.call('institutions/get_by_id', this.repeatable, responses.institution, () =>
+      this.api.institutionsGetById({
+        institution_id: institutionId,
+        country_codes: this.options.countryCodes as CountryCode[],
+      }),
+    );
+    return data.institution.name;
+  }
+
+  async removeItem(accessToken: string): Promise<void> {
+    await this.call('item/remove', this.repeatable, z.object({}).passthrough(), () =>
+      this.api.itemRemove({ access_token: accessToken }),
+    );
+  }
+}
+
+function toItem(item: z.infer<typeof itemSchema>): ProviderItem {
+  return {
+    itemId: item.item_id,
+    institutionId: item.institution_id ?? null,
+    institutionName: item.institution_name ?? null,
+    errorCode: item.error?.error_code ?? null,
+  };
+}

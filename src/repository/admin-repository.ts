@@ -1,0 +1,123 @@
+import type { Pool, PoolClient } from 'pg';
+import QueryStream from 'pg-query-stream';
+import type { Queryable } from './connections-repository';
+
+export interface AccountFilters {
+  subscriptionUserId?: string | undefined;
+  institutionId?: string | undefined;
+  appName?: string | undefined;
+  type?: string | undefined;
+  createdAfter?: Date | undefined;
+  createdBefore?: Date | undefined;
+}
+
+export interface AdminAccountRow {
+  id: string;
+  provider_account_id: string;
+  subscription_user_id: string;
+  app_name: string;
+  institution_id: string;
+  institution_name: string;
+  name: string;
+  mask: string | null;
+  type: string;
+  subtype: string | null;
+  created_at: Date;
+}
+
+const ACCOUNT_COLUMNS = `a.id, a.provider_account_id, i.subscription_user_id, i.app_name,
+       i.provider_institution_id AS institution_id, i.institution_name, a.name, a.mask, a.type, a.subtype,
+       a.created_at`;
+
+/** Only the filters that are set become clauses, so each query gets a plan for its own shape. */
+function accountQuery(filters: AccountFilters, afterId: string | undefined, limit: number | undefined) {
+  const clauses: string[] = [];
+  const values: unknown[] = [];
+  const add = (sql: string, value: unknown) => {
+    values.push(value);
+    clauses.push(sql.replace('?', `$${values.length}`));
+  };
+  if (afterId !== undefined) add('a.id > ?', afterId);
+  if (filters.subscriptionUserId !== undefined) add('i.subscription_user_id = ?', filters.subscriptionUserId);
+  if (filters.institutionId !== undefined) add('i.provider_institution_id = ?', filters.institutionId);
+  if (filters.appName !== undefined) add('i.app_name = ?', filters.appName);
+  if (filters.type !== undefined) add('a.type = ?', filters.type);
+  if (filters.createdAfter !== undefined) add('a.created_at >= ?', filters.createdAfter);
+  if (filters.createdBefore !== undefined) add('a.created_at < ?', filters.createdBefore);
+  let text = `SELECT ${ACCOUNT_COLUMNS}
+    FROM accounts a JOIN institutions i ON i.id = a.institution_id
+    ${clauses.length > 0 ? `WHERE ${clauses.join(' AND ')}` : ''}
+    ORDER BY a.id`;
+  if (limit !== undefined) {
+    values.push(limit);
+    text += ` LIMIT $${values.length}`;
+  }
+  return { text, values };
+}
+
+/** Keyset pagination on the account id: a deep page costs what the first one does. */
+export async function listAccountsPage(
+  db: Queryable,
+  filters: AccountFilters,
+  afterId: string | undefined,
+  limit: number,
+): Promise<AdminAccountRow[]> {
+  const { rows } = await db.query<AdminAccountRow>(accountQuery(filters, afterId, limit));
+  return rows;
+}
+
+/** A server-side cursor over every matching account; the caller owns (and releases) the client. */
+export function streamAccounts(client: PoolClient, filters: AccountFilters): QueryStream {
+  const { text, values } = accountQuery(filters, undefined, undefined);
+  return client.query(new QueryStream(text, values, { batchSize: 500 }));
+}
+
+export interface StatsRows {
+  totals: { users: number; institutions: number; accounts: number };
+  byApp: { app_name: string; users: number; institutions: number; accounts: number }[];
+  topInstitutions: { institution_id: string; institution_name: string; institutions: number; accounts: number }[];
+  byType: { type: string; subtype: string | null; accounts: number }[];
+  activity: { kind: string; last_24h: number; last_7d: number; last_30d: number }[];
+  outbox: { state: string; count: number }[];
+}
+
+export async function readStats(pool: Pool, now: Date, topInstitutionLimit: number): Promise<StatsRows> {
+  const perInstitution = `SELECT institution_id, count(*)::int AS accounts FROM accounts GROUP BY institution_id`;
+  const [totals, byApp, topInstitutions, byType, activity, outbox] = await Promise.all([
+    pool.query(`SELECT (SELECT count(DISTINCT subscription_user_id) FROM institutions)::int AS users,
+                       (SELECT count(*) FROM institutions)::int AS institutions,
+                       (SELECT count(*) FROM accounts)::int AS accounts`),
+    pool.query(`SELECT i.app_name, count(DISTINCT i.subscription_user_id)::int AS users,
+                       count(*)::int AS institutions, coalesce(sum(c.accounts), 0)::int AS accounts
+                  FROM institutions i LEFT JOIN (${perInstitution}) c ON c.institution_id = i.id
+                 GROUP BY i.app_name ORDER BY accounts DESC, i.app_name`),
+    pool.query(
+      `SELECT i.provider_institution_id AS institution_id, min(i.institution_name) AS institution_name,
+              count(*)::int AS institutions, coalesce(sum(c.accounts), 0)::int AS accounts
+         FROM institutions i LEFT JOIN (${perInstitution}) c ON c.institution_id = i.id
+        GROUP BY i.provider_institution_id ORDER BY institutions DESC, accounts DESC, institution_id LIMIT $1`,
+      [topInstitutionLimit],
+    ),
+    pool.query(`SELECT type, subtype, count(*)::int AS accounts FROM accounts
+                 GROUP BY type, subtype ORDER BY accounts DESC, type, subtype`),
+    pool.query(
+      `SELECT kind,
+              count(*) FILTER (WHERE occurred_at > $1::timestamptz - interval '24 hours')::int AS last_24h,
+              count(*) FILTER (WHERE occurred_at > $1::timestamptz - interval '7 days')::int AS last_7d,
+              count(*)::int AS last_30d
+         FROM events
+        WHERE occurred_at > $1::timestamptz - interval '30 days' AND occurred_at <= $1::timestamptz
+        GROUP BY kind`,
+      [now],
+    ),
+    pool.query(`SELECT state, count(*)::int AS count FROM outbox WHERE state <> 'done' GROUP BY state`),
+  ]);
+  return {
+    totals: totals.rows[0],
+    byApp: byApp.rows,
+    topInstitutions: topInstitutions.rows,
+    byType: byType.rows,
+    activity: activity.rows,
+    outbox: outbox.rows,
+  };
+}

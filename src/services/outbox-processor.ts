@@ -1,0 +1,121 @@
+import type { Pool } from 'pg';
+import type { TokenVault } from '../crypto/token-vault';
+import type { Logger } from '../logger';
+import type { AccountProvider } from '../provider/account-provider';
+import { ProviderError } from '../provider/provider-error';
+import {
+  enqueueAbandonedExchanges,
+  leaseDueRemovals,
+  markRemovalDone,
+  markRemovalFailed,
+  pruneExpiredRecords,
+  type OutboxRow,
+} from '../repository/outbox-repository';
+
+export interface OutboxSettings {
+  pollIntervalMs: number;
+  maxAttempts: number;
+  /** How long one attempt may take before another worker may take the row over. */
+  leaseSeconds?: number;
+  /** An exchange still unfinished after this long is treated as abandoned by a dead process. */
+  abandonExchangeAfterSeconds?: number;
+  batchSize?: number;
+}
+
+const MAX_BACKOFF_SECONDS = 3_600;
+
+/** Retry delay after `attempts` failures: exponential from 5 s, capped at an hour, with full jitter. */
+export function retryDelaySeconds(attempts: number): number {
+  const ceiling = Math.min(MAX_BACKOFF_SECONDS, 5 * 2 ** Math.max(0, attempts - 1));
+  return Math.max(1, Math.round(Math.random() * ceiling));
+}
+
+/**
+ * Delivers the provider-side half of removals that already committed locally: `/item/remove` until
+ * the provider confirms, or the Item is already gone there. Safe to run in several instances.
+ */
+export class OutboxProcessor {
+  private timer: NodeJS.Timeout | undefined;
+  private running: Promise<void> | undefined;
+  private stopped = true;
+
+  constructor(
+    private readonly pool: Pool,
+    private readonly provider: AccountProvider,
+    private readonly vault: TokenVault,
+    private readonly logger: Logger,
+    private readonly settings: OutboxSettings,
+  ) {}
+
+  /** Attempts one row right away (after its commit); failures are left to the background loop. */
+  async deliverNow(outboxId: string): Promise<boolean> {
+    const rows = await leaseDueRemovals(this.pool, {
+      limit: 1,
+      leaseSeconds: this.settings.leaseSeconds ?? 60,
+      id: outboxId,
+    });
+    const row = rows[0];
+    return row ? this.attempt(row) : false;
+  }
+
+  /** One pass of the background loop: abandoned exchanges, due removals, housekeeping. */
+  async runOnce(): Promise<number> {
+    const abandoned = await enqueueAbandonedExchanges(this.pool, this.settings.abandonExchangeAfterSeconds ?? 300);
+    if (abandoned > 0) this.logger.warn({ count: abandoned }, 'queued removal of Items from abandoned exchanges');
+    const rows = await leaseDueRemovals(this.pool, {
+      limit: this.settings.batchSize ?? 20,
+      leaseSeconds: this.settings.leaseSeconds ?? 60,
+    });
+    let delivered = 0;
+    for (const row of rows) if (await this.attempt(row)) delivered += 1;
+    await pruneExpiredRecords(this.pool);
+    return delivered;
+  }
+
+  start(): void {
+    if (!this.stopped) return;
+    this.stopped = false;
+    const tick = () => {
+      this.running = this.runOnce()
+        .then(() => undefined)
+        .catch((error: unknown) => this.logger.error({ err: error }, 'outbox pass failed'))
+        .finally(() => {
+          if (!this.stopped) this.timer = setTimeout(tick, this.settings.pollIntervalMs);
+        });
+    };
+    tick();
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    if (this.timer) clearTimeout(this.timer);
+    await this.running;
+  }
+
+  private async attempt(row: OutboxRow): Promise<boolean> {
+    const log = this.logger.child({ outboxId: row.id, itemId: row.provider_item_id, attempt: row.attempts });
+    try {
+      const accessToken = this.vault.decrypt(row.access_token_ciphertext, row.provider_item_id);
+      await this.provider.removeItem(accessToken);
+      await markRemovalDone(this.pool, row.id);
+      log.info('Item removed at the provider');
+      return true;
+    } catch (error) {
+      if (error instanceof ProviderError && error.kind === 'item_gone') {
+        await markRemovalDone(this.pool, row.id);
+        log.info('Item was already gone at the provider');
+        return true;
+      }
+      const dead = row.attempts >= this.settings.maxAttempts;
+      const code = error instanceof ProviderError ? (error.errorCode ?? error.code) : 'INTERNAL';
+      await markRemovalFailed(this.pool, row.id, {
+        error: code,
+        retryInSeconds: retryDelaySeconds(row.attempts),
+        dead,
+      }).catch((markError: unknown) => log.error({ err: markError }, 'could not record the failed removal'));
+      if (dead) log.error({ err: error }, 'Item removal gave up after the maximum attempts; it needs a person');
+      else log.warn({ err: error }, 'Item removal failed; it will be retried');
+      return false;
+    }
+  }
+}

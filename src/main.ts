@@ -64,8 +64,11 @@ async function main(): Promise<void> {
     deadline.unref();
     if (server) {
       const closed = new Promise<void>((resolve) => server?.close(() => resolve()));
+      // Keep-alive connections turn idle as their last request finishes; close each as soon as it does.
+      const sweeper = setInterval(() => server?.closeIdleConnections(), 100);
       server.closeIdleConnections();
       await closed;
+      clearInterval(sweeper);
     }
     clearTimeout(deadline);
     await deps?.outbox.stop().catch((error: unknown) => logger.error({ err: error }, 'outbox stop failed'));

@@ -1,25 +1,42 @@
 import path from 'node:path';
 import { runner } from 'node-pg-migrate';
+import { Client } from 'pg';
 import type { Logger } from '../logger';
 
 export const MIGRATIONS_DIR = path.resolve(__dirname, '..', '..', 'migrations');
 
-/** Applies pending migrations. node-pg-migrate holds an advisory lock, so concurrent starts are safe. */
+// Arbitrary but fixed: every instance of the service agrees on it.
+const MIGRATION_LOCK_KEY = 7_262_015_311;
+
+/**
+ * Applies pending migrations. node-pg-migrate's own lock fails fast when another instance holds it,
+ * so instances starting together would crash; this one waits for the other to finish instead.
+ */
 export async function migrateDatabase(databaseUrl: string, logger: Logger): Promise<string[]> {
-  const applied = await runner({
-    databaseUrl,
-    dir: MIGRATIONS_DIR,
-    direction: 'up',
-    migrationsTable: 'pgmigrations',
-    count: Infinity,
-    singleTransaction: true,
-    verbose: false,
-    logger: {
-      debug: () => undefined,
-      info: (message) => logger.debug({ migration: message }, 'migration'),
-      warn: (message) => logger.warn({ migration: message }, 'migration'),
-      error: (message) => logger.error({ migration: message }, 'migration'),
-    },
-  });
-  return applied.map((migration) => migration.name);
+  const client = new Client({ connectionString: databaseUrl, connectionTimeoutMillis: 5_000 });
+  await client.connect();
+  try {
+    await client.query(`SET lock_timeout = '60s'`);
+    await client.query('SELECT pg_advisory_lock($1)', [MIGRATION_LOCK_KEY]);
+    const applied = await runner({
+      dbClient: client,
+      noLock: true,
+      dir: MIGRATIONS_DIR,
+      direction: 'up',
+      migrationsTable: 'pgmigrations',
+      count: Infinity,
+      singleTransaction: true,
+      verbose: false,
+      logger: {
+        debug: () => undefined,
+        info: (message) => logger.debug({ migration: message }, 'migration'),
+        warn: (message) => logger.warn({ migration: message }, 'migration'),
+        error: (message) => logger.error({ migration: message }, 'migration'),
+      },
+    });
+    return applied.map((migration) => migration.name);
+  } finally {
+    await client.query('SELECT pg_advisory_unlock_all()').catch(() => undefined);
+    await client.end();
+  }
 }

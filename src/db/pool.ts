@@ -52,7 +52,7 @@ export function isDatabaseUnavailableError(error: unknown): boolean {
     if (UNAVAILABLE_NODE_CODES.has(code)) return true;
     if (UNAVAILABLE_SQLSTATE_PREFIXES.some((prefix) => code.startsWith(prefix))) return true;
   }
-  return /timeout exceeded when trying to connect|Connection terminated|connection is insecure|Client has encountered a connection error/i.test(
+  return /timeout exceeded when trying to connect|Connection terminated|Client has encountered a connection error|is not currently accepting connections|the database system is (starting up|shutting down)/i.test(
     error.message,
   );
 }

@@ -41,6 +41,9 @@ export interface FaultSpec {
   delay_ms?: number;
   /** Close the connection without answering, like a network failure. */
   drop?: boolean;
+  /** Answer with exactly this body (and `status`, default 200), e.g. a malformed success. */
+  body?: unknown;
+  headers?: Record<string, string>;
 }
 
 interface Fault extends FaultSpec {
@@ -233,6 +236,10 @@ export class PlaidEmulator {
       req.socket.destroy();
       return;
     }
+    if (fault?.body !== undefined) {
+      record(fault.status ?? 200);
+      return send(res, fault.status ?? 200, fault.body, fault.headers);
+    }
     if (fault && (fault.status || fault.error)) {
       const error = fault.error
         ? new PlaidEmulatorError(
@@ -244,7 +251,7 @@ export class PlaidEmulator {
           )
         : errorForStatus(fault.status as number);
       record(error.status);
-      return send(res, error.status, error.toBody(requestId));
+      return send(res, error.status, error.toBody(requestId), fault.headers);
     }
 
     try {
@@ -532,9 +539,13 @@ async function readBody(req: IncomingMessage): Promise<string> {
   return Buffer.concat(chunks).toString('utf8');
 }
 
-function send(res: ServerResponse, status: number, body: unknown): void {
+function send(res: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}): void {
   if (res.headersSent || res.destroyed) return;
   const payload = JSON.stringify(body);
-  res.writeHead(status, { 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(payload) });
+  res.writeHead(status, {
+    ...headers,
+    'Content-Type': 'application/json',
+    'Content-Length': Buffer.byteLength(payload),
+  });
   res.end(payload);
 }

@@ -3,7 +3,8 @@ import { AppError } from '../../errors';
 
 /** A POST that carries a body must say it is JSON; no body at all is left to validation. */
 export function requireJsonBody(req: Request, _res: Response, next: NextFunction): void {
-  if (req.method === 'POST' && req.is('application/json') === false) {
+  const empty = req.headers['content-length'] === '0' && req.headers['transfer-encoding'] === undefined;
+  if (req.method === 'POST' && !empty && req.is('application/json') === false) {
     throw new AppError(415, 'UNSUPPORTED_MEDIA_TYPE', 'Unsupported media type', {
       detail: 'Send the body as JSON with Content-Type: application/json.',
     });

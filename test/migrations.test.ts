@@ -1,0 +1,76 @@
+import { execFile } from 'node:child_process';
+import path from 'node:path';
+import { promisify } from 'node:util';
+import { Client } from 'pg';
+import { migrateDatabase } from '../src/db/migrate';
+import { createLogger } from '../src/logger';
+import { createTestDatabase, type TestDatabase } from './support/database';
+
+const run = promisify(execFile);
+const logger = createLogger({ level: 'silent' });
+
+async function tablesOf(url: string): Promise<string[]> {
+  const client = new Client({ connectionString: url });
+  await client.connect();
+  try {
+    const { rows } = await client.query<{ table_name: string }>(
+      `SELECT table_name FROM information_schema.tables WHERE table_schema = 'public' ORDER BY table_name`,
+    );
+    return rows.map((row) => row.table_name);
+  } finally {
+    await client.end();
+  }
+}
+
+describe('migrations', () => {
+  let database: TestDatabase;
+  beforeEach(async () => {
+    database = await createTestDatabase({ empty: true });
+  });
+  afterEach(() => database.drop());
+
+  it('when applied to an empty database twice, then the second run applies nothing and the schema is intact', async () => {
+    const first = await migrateDatabase(database.url, logger);
+    const second = await migrateDatabase(database.url, logger);
+
+    expect(first).toEqual(['1763776800000_initial-schema']);
+    expect(second).toEqual([]);
+    expect(await tablesOf(database.url)).toEqual([
+      'accounts',
+      'events',
+      'exchanges',
+      'institutions',
+      'outbox',
+      'pgmigrations',
+      'rate_limits',
+    ]);
+  });
+
+  it('when two instances migrate at the same moment, then both succeed and it is applied once', async () => {
+    const results = await Promise.all([migrateDatabase(database.url, logger), migrateDatabase(database.url, logger)]);
+
+    expect(results.flat()).toEqual(['1763776800000_initial-schema']);
+  });
+
+  it('when `npm run migrate` runs its compiled command against DATABASE_URL, then it migrates and exits 0', async () => {
+    const script = path.resolve(__dirname, '..', 'dist', 'cli', 'migrate.js');
+
+    await run(process.execPath, [script], { env: { ...process.env, DATABASE_URL: database.url, LOG_LEVEL: 'silent' } });
+
+    expect(await tablesOf(database.url)).toContain('institutions');
+  });
+
+  it('when events are updated or deleted, then the database refuses: the audit trail is append-only', async () => {
+    await migrateDatabase(database.url, logger);
+    const client = new Client({ connectionString: database.url });
+    await client.connect();
+    try {
+      await client.query(`INSERT INTO events (kind) VALUES ('link_token_created')`);
+
+      await expect(client.query(`UPDATE events SET kind = 'provider_error'`)).rejects.toThrow(/append-only/);
+      await expect(client.query(`DELETE FROM events`)).rejects.toThrow(/append-only/);
+    } finally {
+      await client.end();
+    }
+  });
+});

@@ -1,0 +1,91 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { createTestDatabase, type TestDatabase } from './support/database';
+
+const MAIN = path.resolve(__dirname, '..', 'dist', 'main.js');
+
+interface Started {
+  child: ChildProcess;
+  output: string[];
+  serviceUrl: string;
+  emulatorUrl: string;
+  exited: Promise<number | null>;
+}
+
+async function startMain(env: Record<string, string>): Promise<Started> {
+  const child = spawn(process.execPath, [MAIN], { env: { PATH: process.env.PATH ?? '', ...env } });
+  const output: string[] = [];
+  const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+  let buffer = '';
+  const urls = await new Promise<{ serviceUrl: string; emulatorUrl: string }>((resolve, reject) => {
+    const found: Record<string, string> = {};
+    const timer = setTimeout(() => reject(new Error(`service did not start:\n${output.join('\n')}`)), 20_000);
+    child.stderr?.on('data', (chunk: Buffer) => output.push(chunk.toString()));
+    child.stdout?.on('data', (chunk: Buffer) => {
+      buffer += chunk.toString();
+      const lines = buffer.split('\n');
+      buffer = lines.pop() ?? '';
+      for (const line of lines) {
+        output.push(line);
+        const entry = JSON.parse(line) as { msg: string; url?: string };
+        if (entry.msg.includes('Plaid emulator') && entry.url) found.emulatorUrl = entry.url;
+        if (entry.msg.includes('listening on') && entry.url) found.serviceUrl = entry.url;
+        if (found.serviceUrl && found.emulatorUrl) {
+          clearTimeout(timer);
+          resolve(found as { serviceUrl: string; emulatorUrl: string });
+        }
+      }
+    });
+    void exited.then(() => reject(new Error(`service exited early:\n${output.join('\n')}`)));
+  });
+  return { child, output, exited, ...urls };
+}
+
+describe('graceful shutdown', () => {
+  let database: TestDatabase;
+  beforeAll(async () => {
+    database = await createTestDatabase();
+  });
+  afterAll(() => database.drop());
+
+  it('when SIGTERM arrives with a request in flight, then the request completes, new ones are refused, and it exits 0', async () => {
+    const secret = randomBytes(16).toString('hex');
+    const started = await startMain({
+      NODE_ENV: 'development',
+      PORT: '0',
+      PLAID_EMULATOR_PORT: '0',
+      DATABASE_URL: database.url,
+      INTERNAL_SECRET: secret,
+      DATA_DIR: mkdtempSync(path.join(tmpdir(), 'acs-shutdown-')),
+    });
+    await fetch(`${started.emulatorUrl}/__emulator/faults`, {
+      method: 'POST',
+      body: JSON.stringify({ path: '/link/token/create', delay_ms: 1500 }),
+    });
+
+    const inFlight = fetch(`${started.serviceUrl}/create-link-token`, {
+      method: 'POST',
+      headers: { 'Content-Type': 'application/json', 'X-Internal-Secret': secret },
+      body: JSON.stringify({ subscription_user_id: 'user-1', app_name: 'Budget App' }),
+    });
+    await new Promise((resolve) => setTimeout(resolve, 400));
+    started.child.kill('SIGTERM');
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    const late = await fetch(`${started.serviceUrl}/healthz`).then(
+      (response) => response.status,
+      () => 'refused',
+    );
+    const response = await inFlight;
+    const exitCode = await started.exited;
+
+    expect(response.status).toBe(200);
+    expect(((await response.json()) as { link_token: string }).link_token).toMatch(/^link-sandbox-/);
+    expect(late).toBe('refused');
+    expect(exitCode).toBe(0);
+    const messages = started.output.map((line) => line.slice(0, 200)).join('\n');
+    expect(messages).toMatch(/shutting down[\s\S]*stopped/);
+  });
+});

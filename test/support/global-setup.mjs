@@ -1,0 +1,57 @@
+// Picks the Postgres the tests run on, once per run, and prepares a migrated template database that
+// every test file clones. TEST_DB=embedded forces the embedded server; TEST_DATABASE_URL names a server;
+// otherwise a local server on 127.0.0.1:5432 is used when it answers, else the embedded one.
+import { randomBytes } from 'node:crypto';
+import { mkdtempSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import pg from 'pg';
+
+const require = createRequire(import.meta.url);
+const LOCAL_SERVER = 'postgresql://postgres@127.0.0.1:5432/postgres';
+
+async function answers(url) {
+  const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: 2000 });
+  try {
+    await client.connect();
+    await client.query('SELECT 1');
+    return true;
+  } catch {
+    return false;
+  } finally {
+    await client.end().catch(() => undefined);
+  }
+}
+
+export default async function globalSetup() {
+  const { createLogger } = require('../../dist/logger.js');
+  const { migrateDatabase } = require('../../dist/db/migrate.js');
+  const logger = createLogger({ level: 'warn' });
+  const mode = process.env.TEST_DB ?? 'auto';
+  let serverUrl = mode === 'embedded' ? undefined : process.env.TEST_DATABASE_URL;
+  if (!serverUrl && mode !== 'embedded' && (await answers(LOCAL_SERVER))) serverUrl = LOCAL_SERVER;
+  if (!serverUrl) {
+    if (mode === 'server') throw new Error('TEST_DB=server but no Postgres server answers');
+    const { startEmbeddedPostgres } = require('../../dist/db/embedded-postgres.js');
+    const databaseDir = path.join(mkdtempSync(path.join(tmpdir(), 'acs-test-')), 'pg');
+    globalThis.__embeddedPostgres = await startEmbeddedPostgres({ databaseDir, persistent: false }, logger);
+    serverUrl = globalThis.__embeddedPostgres.connectionString;
+  }
+  const runId = `acs_test_${Date.now().toString(36)}_${randomBytes(3).toString('hex')}`;
+  const template = `${runId}_template`;
+  const admin = new pg.Client({ connectionString: serverUrl });
+  await admin.connect();
+  await admin.query(`CREATE DATABASE "${template}"`);
+  await admin.end();
+  const templateUrl = new URL(serverUrl);
+  templateUrl.pathname = `/${template}`;
+  await migrateDatabase(templateUrl.toString(), logger);
+
+  process.env.TEST_SERVER_URL = serverUrl;
+  process.env.TEST_RUN_ID = runId;
+  process.env.TEST_TEMPLATE_DATABASE = template;
+  process.stdout.write(
+    `\ntests run on ${globalThis.__embeddedPostgres ? 'an embedded PostgreSQL' : `the PostgreSQL server at ${new URL(serverUrl).host}`}\n`,
+  );
+}

@@ -1,0 +1,140 @@
+import { randomBytes } from 'node:crypto';
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { Writable } from 'node:stream';
+import type { Express } from 'express';
+import request from 'supertest';
+import { createApp } from '../../src/app';
+import { loadConfig, type Config } from '../../src/config';
+import { buildDependencies, type Dependencies, type DependencyOverrides } from '../../src/dependencies';
+import { PlaidEmulator } from '../../src/emulator/plaid-emulator';
+import { createLogger } from '../../src/logger';
+import { createTestDatabase, type TestDatabase } from './database';
+
+export const INTERNAL_SECRET = `internal-${randomBytes(16).toString('hex')}`;
+export const ROTATED_INTERNAL_SECRET = `internal-next-${randomBytes(16).toString('hex')}`;
+export const ADMIN_SECRET = `admin-${randomBytes(16).toString('hex')}`;
+export const PLAID_SECRET = `plaid-${randomBytes(16).toString('hex')}`;
+
+export const asWebsite = { 'X-Internal-Secret': INTERNAL_SECRET };
+export const asAdmin = { 'X-Internal-Secret': ADMIN_SECRET };
+
+export function testEnvironment(overrides: Record<string, string> = {}): Record<string, string> {
+  return {
+    NODE_ENV: 'test',
+    LOG_LEVEL: 'trace',
+    INTERNAL_SECRET: `${INTERNAL_SECRET},${ROTATED_INTERNAL_SECRET}`,
+    ADMIN_SECRET,
+    TOKEN_ENCRYPTION_KEY: randomBytes(32).toString('base64'),
+    TOKEN_HMAC_KEY: randomBytes(32).toString('base64'),
+    DATA_DIR: mkdtempSync(path.join(tmpdir(), 'acs-data-')),
+    PLAID_CLIENT_ID: 'test-client',
+    PLAID_SECRET,
+    RATE_LIMIT_LINK_TOKENS_PER_MINUTE: '1000',
+    RATE_LIMIT_EXCHANGES_PER_MINUTE: '1000',
+    RATE_LIMIT_REMOVALS_PER_MINUTE: '1000',
+    PLAID_TIMEOUT_MS: '2000',
+    ...overrides,
+  };
+}
+
+export interface ServiceContext {
+  app: Express;
+  http: ReturnType<typeof request>;
+  deps: Dependencies;
+  config: Config;
+  emulator: PlaidEmulator;
+  database: TestDatabase;
+  /** Every log line the service wrote, as raw JSON text. */
+  logs: string[];
+  close(): Promise<void>;
+}
+
+export interface ServiceOptions {
+  env?: Record<string, string>;
+  hooks?: DependencyOverrides['hooks'];
+  providerTuning?: DependencyOverrides['providerTuning'];
+  poolMax?: number;
+}
+
+/** The real service: its own database, the emulator on a real port, the real SDK, real HTTP. */
+export async function startService(options: ServiceOptions = {}): Promise<ServiceContext> {
+  const database = await createTestDatabase();
+  const emulator = new PlaidEmulator({ credentials: { clientId: 'test-client', secret: PLAID_SECRET } });
+  const emulatorUrl = await emulator.listen(0);
+  const config = loadConfig(testEnvironment(options.env));
+  const logs: string[] = [];
+  const logger = createLogger({
+    level: config.logLevel,
+    destination: new Writable({
+      write(chunk: Buffer, _encoding, done) {
+        logs.push(chunk.toString('utf8'));
+        done();
+      },
+    }),
+  });
+  const deps = buildDependencies(config, logger, {
+    databaseUrl: database.url,
+    plaid: { clientId: 'test-client', secret: PLAID_SECRET, baseUrl: emulatorUrl },
+    providerTuning: { retryBaseDelayMs: 10, retryMaxDelayMs: 50, ...options.providerTuning },
+    hooks: options.hooks,
+    poolMax: options.poolMax,
+  });
+  const app = createApp({
+    logger,
+    pool: deps.pool,
+    secrets: { internal: config.internalSecrets, admin: config.adminSecrets },
+    connections: deps.connections,
+    admin: deps.admin,
+  });
+  return {
+    app,
+    http: request(app),
+    deps,
+    config,
+    emulator,
+    database,
+    logs,
+    close: async () => {
+      await deps.outbox.stop();
+      await deps.pool.end();
+      await emulator.close();
+      await database.drop();
+    },
+  };
+}
+
+/** What Plaid Link would hand the website after the user logged in at `institutionId`. */
+export function linkPublicToken(context: ServiceContext, institutionId = 'ins_109508'): string {
+  return context.emulator.createPublicToken(institutionId);
+}
+
+let userCounter = 0;
+export function uniqueUserId(prefix = 'user'): string {
+  userCounter += 1;
+  return `${prefix}-${process.pid}-${userCounter}-${randomBytes(3).toString('hex')}`;
+}
+
+export async function connectInstitution(
+  context: ServiceContext,
+  subscriptionUserId: string,
+  institutionId = 'ins_109508',
+): Promise<{ accessToken: string; accountIds: string[] }> {
+  const response = await context.http
+    .post('/exchange-public-token')
+    .set(asWebsite)
+    .send({ public_token: linkPublicToken(context, institutionId), subscription_user_id: subscriptionUserId, app_name: 'Budget App' });
+  if (response.status !== 200) throw new Error(`exchange failed: ${response.status} ${JSON.stringify(response.body)}`);
+  const accounts = response.body.accounts as { provider_account_id: string; access_token: string }[];
+  return { accessToken: accounts[0]!.access_token, accountIds: accounts.map((account) => account.provider_account_id) };
+}
+
+export const problemShape = {
+  type: expect.stringMatching(/^urn:account-connection:problem:/),
+  title: expect.any(String),
+  status: expect.any(Number),
+  detail: expect.any(String),
+  code: expect.any(String),
+  request_id: expect.any(String),
+};

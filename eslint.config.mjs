@@ -25,7 +25,15 @@ export default tseslint.config(
   },
   {
     files: ['**/*.mjs', '**/*.cjs', 'jest.config.js'],
-    languageOptions: { globals: { process: 'readonly', console: 'readonly', module: 'writable' } },
+    languageOptions: {
+      globals: {
+        process: 'readonly',
+        console: 'readonly',
+        module: 'writable',
+        URL: 'readonly',
+        globalThis: 'readonly',
+      },
+    },
     rules: { 'no-console': 'off' },
   },
 );

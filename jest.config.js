@@ -6,7 +6,11 @@ module.exports = {
   transform: {
     '^.+\\.ts$': [
       '@swc/jest',
-      { swcrc: false, jsc: { parser: { syntax: 'typescript' }, target: 'es2022' }, module: { type: 'commonjs' } },
+      {
+        swcrc: false,
+        jsc: { parser: { syntax: 'typescript' }, target: 'es2022' },
+        module: { type: 'commonjs' },
+      },
     ],
   },
   globalSetup: '<rootDir>/test/support/global-setup.mjs',

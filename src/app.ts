@@ -26,7 +26,12 @@ export interface AppDependencies {
   isShuttingDown?: () => boolean;
 }
 
-const ACCOUNT_PATHS = ['/create-link-token', '/exchange-public-token', '/remove-account', '/remove-institution'];
+const ACCOUNT_PATHS = [
+  '/create-link-token',
+  '/exchange-public-token',
+  '/remove-account',
+  '/remove-institution',
+];
 const REQUEST_ID_PATTERN = /^[A-Za-z0-9._:-]{1,128}$/;
 const MAX_BODY = '16kb';
 
@@ -66,8 +71,10 @@ export function createApp(deps: AppDependencies): Express {
         route: routeOf(req as Request),
         status: res.statusCode,
       }),
-      customSuccessMessage: (req, res) => `${req.method} ${routeOf(req as Request) ?? 'unmatched'} ${res.statusCode}`,
-      customErrorMessage: (req, res) => `${req.method} ${routeOf(req as Request) ?? 'unmatched'} ${res.statusCode}`,
+      customSuccessMessage: (req, res) =>
+        `${req.method} ${routeOf(req as Request) ?? 'unmatched'} ${res.statusCode}`,
+      customErrorMessage: (req, res) =>
+        `${req.method} ${routeOf(req as Request) ?? 'unmatched'} ${res.statusCode}`,
     }),
   );
   app.use(helmet());

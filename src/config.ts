@@ -166,7 +166,8 @@ export function loadConfig(environment: Environment): Config {
     if (!env.PLAID_CLIENT_ID) problems.push('PLAID_CLIENT_ID: is required when NODE_ENV=production');
     if (!env.PLAID_SECRET) problems.push('PLAID_SECRET: is required when NODE_ENV=production');
   }
-  if (env.PLAID_CLIENT_ID && !env.PLAID_SECRET) problems.push('PLAID_SECRET: is required with PLAID_CLIENT_ID');
+  if (env.PLAID_CLIENT_ID && !env.PLAID_SECRET)
+    problems.push('PLAID_SECRET: is required with PLAID_CLIENT_ID');
   if (problems.length > 0) throw new ConfigError(problems);
 
   return {

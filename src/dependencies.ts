@@ -23,14 +23,21 @@ export interface DependencyOverrides {
   databaseUrl: string;
   plaid: { clientId: string; secret: string; baseUrl?: string | undefined };
   providerTuning?: Partial<
-    Pick<PlaidProviderOptions, 'retryBaseDelayMs' | 'retryMaxDelayMs' | 'breakerThreshold' | 'breakerHalfOpenAfterMs'>
+    Pick<
+      PlaidProviderOptions,
+      'retryBaseDelayMs' | 'retryMaxDelayMs' | 'breakerThreshold' | 'breakerHalfOpenAfterMs'
+    >
   >;
   hooks?: ConnectionHooks;
   poolMax?: number;
 }
 
 /** The one place that builds the real dependencies from configuration. */
-export function buildDependencies(config: Config, logger: Logger, overrides: DependencyOverrides): Dependencies {
+export function buildDependencies(
+  config: Config,
+  logger: Logger,
+  overrides: DependencyOverrides,
+): Dependencies {
   const pool = createPool({ connectionString: overrides.databaseUrl, max: overrides.poolMax }, logger);
   const provider = new PlaidProvider({
     ...config.plaid,
@@ -41,7 +48,13 @@ export function buildDependencies(config: Config, logger: Logger, overrides: Dep
     logger: logger.child({ component: 'provider' }),
   });
   const vault = new TokenVault(config.tokenEncryptionKeys, config.tokenHmacKey);
-  const outbox = new OutboxProcessor(pool, provider, vault, logger.child({ component: 'outbox' }), config.outbox);
+  const outbox = new OutboxProcessor(
+    pool,
+    provider,
+    vault,
+    logger.child({ component: 'outbox' }),
+    config.outbox,
+  );
   const rateLimits = new RateLimits(pool, config.rateLimits);
   const connections = new ConnectionService({
     pool,

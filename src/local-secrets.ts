@@ -20,7 +20,9 @@ export function readOrCreateLocalSecret(
   }
   // 0711: the embedded postgres runs as another OS user and must be able to pass through to its data.
   mkdirSync(dataDir, { recursive: true, mode: 0o711 });
-  const value = kind.endsWith('-key') ? randomBytes(32).toString('base64') : randomBytes(32).toString('base64url');
+  const value = kind.endsWith('-key')
+    ? randomBytes(32).toString('base64')
+    : randomBytes(32).toString('base64url');
   try {
     writeFileSync(file, `${value}\n`, { mode: 0o600, flag: 'wx' });
   } catch (error) {

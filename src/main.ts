@@ -47,10 +47,8 @@ function logBanner(config: Config, logger: Logger, url: string): void {
 async function main(): Promise<void> {
   const config = readConfig();
   const logger = createLogger({ level: config.logLevel });
-  let embedded: EmbeddedDatabase | undefined;
-  let emulator: PlaidEmulator | undefined;
-  let deps: Dependencies | undefined;
-  let server: Server | undefined;
+  // Filled in as start-up proceeds, so that a failure or signal at any point closes what is open.
+  const running: Running = {};
   let shuttingDown = false;
 
   const shutdown = async (reason: string, exitCode: number) => {
@@ -59,13 +57,14 @@ async function main(): Promise<void> {
     logger.info({ reason }, 'shutting down');
     const deadline = setTimeout(() => {
       logger.error('in-flight requests did not finish in time; closing their connections');
-      server?.closeAllConnections();
+      running.server?.closeAllConnections();
     }, config.shutdownTimeoutMs);
     deadline.unref();
+    const { server, deps, emulator, embedded } = running;
     if (server) {
-      const closed = new Promise<void>((resolve) => server?.close(() => resolve()));
+      const closed = new Promise<void>((resolve) => server.close(() => resolve()));
       // Keep-alive connections turn idle as their last request finishes; close each as soon as it does.
-      const sweeper = setInterval(() => server?.closeIdleConnections(), 100);
+      const sweeper = setInterval(() => server.closeIdleConnections(), 100);
       server.closeIdleConnections();
       await closed;
       clearInterval(sweeper);
@@ -74,7 +73,9 @@ async function main(): Promise<void> {
     await deps?.outbox.stop().catch((error: unknown) => logger.error({ err: error }, 'outbox stop failed'));
     await deps?.pool.end().catch((error: unknown) => logger.error({ err: error }, 'pool close failed'));
     await emulator?.close();
-    await embedded?.stop().catch((error: unknown) => logger.error({ err: error }, 'embedded postgres stop failed'));
+    await embedded
+      ?.stop()
+      .catch((error: unknown) => logger.error({ err: error }, 'embedded postgres stop failed'));
     logger.info('stopped');
     logger.flush();
     process.exit(exitCode);
@@ -90,40 +91,61 @@ async function main(): Promise<void> {
     void shutdown('unhandledRejection', 1);
   });
 
+  await start(config, logger, running, () => shuttingDown).catch(async (error: unknown) => {
+    logger.fatal({ err: error }, 'failed to start');
+    await shutdown('start-up failed', 1);
+  });
+}
+
+interface Running {
+  embedded?: EmbeddedDatabase;
+  emulator?: PlaidEmulator;
+  deps?: Dependencies;
+  server?: Server;
+}
+
+async function start(
+  config: Config,
+  logger: Logger,
+  running: Running,
+  isShuttingDown: () => boolean,
+): Promise<void> {
   if (!config.databaseUrl) {
     const databaseDir = path.join(config.dataDir, 'postgres');
-    embedded = await startEmbeddedPostgres({ databaseDir, persistent: true }, logger);
+    running.embedded = await startEmbeddedPostgres({ databaseDir, persistent: true }, logger);
     logger.info({ databaseDir }, 'no DATABASE_URL: started an embedded PostgreSQL');
   }
-  const databaseUrl = config.databaseUrl ?? (embedded as EmbeddedDatabase).connectionString;
+  const databaseUrl = config.databaseUrl ?? (running.embedded as EmbeddedDatabase).connectionString;
   const applied = await migrateDatabase(databaseUrl, logger);
   if (applied.length > 0) logger.info({ migrations: applied }, 'applied database migrations');
 
   let plaid = { clientId: config.plaid.clientId, secret: config.plaid.secret, baseUrl: config.plaid.baseUrl };
   if (!plaid.clientId) {
     // loadConfig refuses production without credentials, so the emulator never runs there.
-    emulator = new PlaidEmulator({ credentials: EMULATOR_CREDENTIALS });
-    const url = await emulator.listen(config.plaid.emulatorPort);
+    running.emulator = new PlaidEmulator({ credentials: EMULATOR_CREDENTIALS });
+    const url = await running.emulator.listen(config.plaid.emulatorPort);
     plaid = { ...EMULATOR_CREDENTIALS, baseUrl: url };
     logger.info({ url }, `no PLAID_CLIENT_ID: using the built-in Plaid emulator at ${url}`);
   }
 
-  deps = buildDependencies(config, logger, {
+  const deps = buildDependencies(config, logger, {
     databaseUrl,
     plaid: { clientId: plaid.clientId as string, secret: plaid.secret as string, baseUrl: plaid.baseUrl },
   });
+  running.deps = deps;
   const app = createApp({
     logger,
     pool: deps.pool,
     secrets: { internal: config.internalSecrets, admin: config.adminSecrets },
     connections: deps.connections,
     admin: deps.admin,
-    isShuttingDown: () => shuttingDown,
+    isShuttingDown,
   });
-  server = app.listen(config.port);
+  const server = app.listen(config.port);
+  running.server = server;
   await new Promise<void>((resolve, reject) => {
-    server?.once('listening', resolve);
-    server?.once('error', reject);
+    server.once('listening', resolve);
+    server.once('error', reject);
   });
   server.requestTimeout = 30_000;
   server.headersTimeout = 10_000;

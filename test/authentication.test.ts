@@ -10,7 +10,12 @@ import {
   type ServiceContext,
 } from './support/service';
 
-const ACCOUNT_ENDPOINTS = ['/create-link-token', '/exchange-public-token', '/remove-account', '/remove-institution'];
+const ACCOUNT_ENDPOINTS = [
+  '/create-link-token',
+  '/exchange-public-token',
+  '/remove-account',
+  '/remove-institution',
+];
 const ADMIN_ENDPOINTS = ['/admin/accounts', '/admin/stats'];
 
 describe('authentication', () => {
@@ -20,14 +25,19 @@ describe('authentication', () => {
   });
   afterAll(() => service.close());
 
-  it.each(ACCOUNT_ENDPOINTS)('when %s is called without a secret, then 401 and the emulator is not called', async (path) => {
-    const response = await service.http.post(path).send({ subscription_user_id: uniqueUserId(), app_name: 'A' });
+  it.each(ACCOUNT_ENDPOINTS)(
+    'when %s is called without a secret, then 401 and the emulator is not called',
+    async (path) => {
+      const response = await service.http
+        .post(path)
+        .send({ subscription_user_id: uniqueUserId(), app_name: 'A' });
 
-    expect(response.status).toBe(401);
-    expect(response.headers['content-type']).toMatch(/^application\/problem\+json/);
-    expect(response.body).toEqual({ ...problemShape, status: 401, code: 'UNAUTHENTICATED' });
-    expect(service.emulator.calls()).toHaveLength(0);
-  });
+      expect(response.status).toBe(401);
+      expect(response.headers['content-type']).toMatch(/^application\/problem\+json/);
+      expect(response.body).toEqual({ ...problemShape, status: 401, code: 'UNAUTHENTICATED' });
+      expect(service.emulator.calls()).toHaveLength(0);
+    },
+  );
 
   it.each([
     ['an unknown secret', 'not-the-secret'],
@@ -58,7 +68,10 @@ describe('authentication', () => {
   it.each(ACCOUNT_ENDPOINTS)('when the admin secret calls %s, then 403 and nothing happens', async (path) => {
     service.emulator.clearCalls();
 
-    const response = await service.http.post(path).set(asAdmin).send({ subscription_user_id: uniqueUserId(), app_name: 'A' });
+    const response = await service.http
+      .post(path)
+      .set(asAdmin)
+      .send({ subscription_user_id: uniqueUserId(), app_name: 'A' });
 
     expect(response.status).toBe(403);
     expect(response.body).toEqual({ ...problemShape, status: 403, code: 'FORBIDDEN' });
@@ -90,10 +103,13 @@ describe('authentication', () => {
     expect((await service.http.get('/openapi.json')).status).toBe(401);
   });
 
-  it.each(['/healthz', '/readyz'])('when %s is called without a secret, then it answers 200 with no internals', async (path) => {
-    const response = await service.http.get(path);
+  it.each(['/healthz', '/readyz'])(
+    'when %s is called without a secret, then it answers 200 with no internals',
+    async (path) => {
+      const response = await service.http.get(path);
 
-    expect(response.status).toBe(200);
-    expect(Object.keys(response.body)).toEqual(['status']);
-  });
+      expect(response.status).toBe(200);
+      expect(Object.keys(response.body)).toEqual(['status']);
+    },
+  );
 });

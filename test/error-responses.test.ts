@@ -129,7 +129,10 @@ describe('error responses', () => {
 describe('unexpected errors', () => {
   it('when a handler throws an unexpected error, then 500 without its message, and it is logged', async () => {
     const lines: string[] = [];
-    const logger = createLogger({ level: 'info', destination: { write: (line: string) => lines.push(line) } });
+    const logger = createLogger({
+      level: 'info',
+      destination: { write: (line: string) => lines.push(line) },
+    });
     const failing = {
       createLinkToken: () => Promise.reject(new Error('relation "secret_table" does not exist at pg.query')),
     } as unknown as ConnectionService;

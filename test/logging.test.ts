@@ -22,7 +22,10 @@ describe('log redaction', () => {
   it('when a full session runs at trace level, including provider failures, then no secret or token is logged', async () => {
     const user = uniqueUserId();
     const publicToken = linkPublicToken(service);
-    const link = await service.http.post('/create-link-token').set(asWebsite).send({ subscription_user_id: user, app_name: 'Budget' });
+    const link = await service.http
+      .post('/create-link-token')
+      .set(asWebsite)
+      .send({ subscription_user_id: user, app_name: 'Budget' });
     const exchange = await service.http
       .post('/exchange-public-token')
       .set(asWebsite)
@@ -30,10 +33,19 @@ describe('log redaction', () => {
       .send({ public_token: publicToken, subscription_user_id: user, app_name: 'Budget' });
     const accessToken = exchange.body.accounts[0].access_token as string;
     service.emulator.injectFault({ path: '/link/token/create', status: 500, count: 3 });
-    await service.http.post('/create-link-token').set(asWebsite).send({ subscription_user_id: user, app_name: 'Budget', access_token: accessToken });
+    await service.http
+      .post('/create-link-token')
+      .set(asWebsite)
+      .send({ subscription_user_id: user, app_name: 'Budget', access_token: accessToken });
     service.emulator.injectFault({ path: '/item/remove', delay_ms: 1000, count: 3 });
-    await service.http.post('/remove-institution').set(asWebsite).send({ subscription_user_id: user, access_token: accessToken });
-    await service.http.post('/exchange-public-token').set(asWebsite).send({ public_token: publicToken, subscription_user_id: 'other', app_name: 'x' });
+    await service.http
+      .post('/remove-institution')
+      .set(asWebsite)
+      .send({ subscription_user_id: user, access_token: accessToken });
+    await service.http
+      .post('/exchange-public-token')
+      .set(asWebsite)
+      .send({ public_token: publicToken, subscription_user_id: 'other', app_name: 'x' });
     await service.http.get('/admin/stats').set(asAdmin);
 
     const everything = service.logs.join('');
@@ -41,7 +53,14 @@ describe('log redaction', () => {
     expect(exchange.status).toBe(200);
     expect(everything).toContain('redaction-run');
     expect(everything).toContain('provider call failed');
-    for (const secret of [INTERNAL_SECRET, ADMIN_SECRET, PLAID_SECRET, publicToken, accessToken, link.body.link_token]) {
+    for (const secret of [
+      INTERNAL_SECRET,
+      ADMIN_SECRET,
+      PLAID_SECRET,
+      publicToken,
+      accessToken,
+      link.body.link_token,
+    ]) {
       expect(everything).not.toContain(secret);
     }
     expect(everything).not.toMatch(/(access|public|link)-sandbox-[0-9a-f]{8}-/);
@@ -51,11 +70,17 @@ describe('log redaction', () => {
 describe('the logger', () => {
   it('when an object carries tokens and secrets at any depth, then they are replaced', () => {
     const lines: string[] = [];
-    const logger = createLogger({ level: 'trace', destination: { write: (line: string) => lines.push(line) } });
+    const logger = createLogger({
+      level: 'trace',
+      destination: { write: (line: string) => lines.push(line) },
+    });
 
     logger.debug(
       {
-        body: { access_token: 'access-sandbox-11111111-2222-3333-4444-555555555555', nested: { public_token: 'p', secret: 's' } },
+        body: {
+          access_token: 'access-sandbox-11111111-2222-3333-4444-555555555555',
+          nested: { public_token: 'p', secret: 's' },
+        },
         headers: { 'x-internal-secret': 'hunter2', 'PLAID-SECRET': 'plaid' },
         note: 'free text with link-sandbox-aaaaaaaa-bbbb-cccc-dddd-eeeeeeeeeeee inside',
       },

@@ -47,7 +47,10 @@ describe('migrations', () => {
   });
 
   it('when two instances migrate at the same moment, then both succeed and it is applied once', async () => {
-    const results = await Promise.all([migrateDatabase(database.url, logger), migrateDatabase(database.url, logger)]);
+    const results = await Promise.all([
+      migrateDatabase(database.url, logger),
+      migrateDatabase(database.url, logger),
+    ]);
 
     expect(results.flat()).toEqual(['1763776800000_initial-schema']);
   });
@@ -55,7 +58,9 @@ describe('migrations', () => {
   it('when `npm run migrate` runs its compiled command against DATABASE_URL, then it migrates and exits 0', async () => {
     const script = path.resolve(__dirname, '..', 'dist', 'cli', 'migrate.js');
 
-    await run(process.execPath, [script], { env: { ...process.env, DATABASE_URL: database.url, LOG_LEVEL: 'silent' } });
+    await run(process.execPath, [script], {
+      env: { ...process.env, DATABASE_URL: database.url, LOG_LEVEL: 'silent' },
+    });
 
     expect(await tablesOf(database.url)).toContain('institutions');
   });

@@ -16,6 +16,8 @@ async function run(): Promise<void> {
 }
 
 run().catch((error: unknown) => {
-  process.stderr.write(`emulator failed to start: ${error instanceof Error ? error.message : String(error)}\n`);
+  process.stderr.write(
+    `emulator failed to start: ${error instanceof Error ? error.message : String(error)}\n`,
+  );
   process.exit(1);
 });

@@ -12,7 +12,10 @@ async function run(): Promise<void> {
   }
   const logger = createLogger({ level: process.env.LOG_LEVEL ?? 'info' });
   const applied = await migrateDatabase(databaseUrl, logger);
-  logger.info({ migrations: applied }, applied.length > 0 ? `applied ${applied.length} migration(s)` : 'database is up to date');
+  logger.info(
+    { migrations: applied },
+    applied.length > 0 ? `applied ${applied.length} migration(s)` : 'database is up to date',
+  );
 }
 
 run().catch((error: unknown) => {

@@ -64,9 +64,10 @@ export class TokenVault {
       });
       decipher.setAAD(Buffer.from(`${FORMAT_VERSION}|${keyId}|${context}`));
       decipher.setAuthTag(tagBytes);
-      return Buffer.concat([decipher.update(Buffer.from(ciphertext, 'base64url')), decipher.final()]).toString(
-        'utf8',
-      );
+      return Buffer.concat([
+        decipher.update(Buffer.from(ciphertext, 'base64url')),
+        decipher.final(),
+      ]).toString('utf8');
     } catch {
       throw new TokenDecryptionError('ciphertext failed authentication');
     }

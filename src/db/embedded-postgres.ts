@@ -37,7 +37,8 @@ async function clearStaleLock(databaseDir: string, logger: Logger): Promise<void
     logger.warn({ pid }, 'stopping an orphaned embedded postgres left by an earlier run');
     process.kill(pid, 'SIGTERM');
     const deadline = Date.now() + 5_000;
-    while (isProcessAlive(pid) && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 50));
+    while (isProcessAlive(pid) && Date.now() < deadline)
+      await new Promise((resolve) => setTimeout(resolve, 50));
   }
   if (!Number.isInteger(pid) || !isProcessAlive(pid)) rmSync(lockFile, { force: true });
 }
@@ -65,7 +66,8 @@ export async function startEmbeddedPostgres(
     onLog: (message: unknown) => output.push(String(message)),
     onError: (message: unknown) => output.push(String(message)),
   });
-  const failure = (step: string) => new Error(`embedded postgres ${step} failed:\n${output.join('').slice(-2000)}`);
+  const failure = (step: string) =>
+    new Error(`embedded postgres ${step} failed:\n${output.join('').slice(-2000)}`);
   if (!existsSync(path.join(options.databaseDir, 'PG_VERSION'))) {
     await database.initialise().catch(() => {
       throw failure('initdb');

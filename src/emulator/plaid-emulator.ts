@@ -1,13 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import http, { type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import {
-  errorForStatus,
-  errors,
-  PlaidEmulatorError,
-  randomId,
-  statusForErrorType,
-} from './plaid-errors';
+import { errorForStatus, errors, PlaidEmulatorError, randomId, statusForErrorType } from './plaid-errors';
 import {
   SANDBOX_INSTITUTIONS,
   USER_GOOD_ACCOUNTS,
@@ -53,6 +47,7 @@ interface Fault extends FaultSpec {
 export interface RecordedCall {
   path: string;
   body: unknown;
+  /** 0 until answered, and for a dropped connection. */
   status: number;
   at: string;
 }
@@ -226,8 +221,12 @@ export class PlaidEmulator {
     } catch {
       // reported below, after the fault and route checks Plaid would make first
     }
-    const record = (status: number) =>
-      this.recorded.push({ path, body, status, at: new Date(this.now()).toISOString() });
+    // Recorded on arrival, so a test sees a call its client already gave up on; the status follows.
+    const call: RecordedCall = { path, body, status: 0, at: new Date(this.now()).toISOString() };
+    this.recorded.push(call);
+    const record = (status: number) => {
+      call.status = status;
+    };
 
     const fault = this.takeFault(path);
     if (fault?.delay_ms) await new Promise((resolve) => setTimeout(resolve, fault.delay_ms));
@@ -258,7 +257,8 @@ export class PlaidEmulator {
       const route = this.routes[path];
       if (req.method !== 'POST' || !route) throw errors.notFound();
       const isJson = /^application\/json\b/i.test(req.headers['content-type'] ?? '');
-      if (!isJson || typeof body !== 'object' || body === null || Array.isArray(body)) throw errors.invalidBody();
+      if (!isJson || typeof body !== 'object' || body === null || Array.isArray(body))
+        throw errors.invalidBody();
       this.checkCredentials(req, body as Body);
       const result = route(body as Body);
       record(200);
@@ -293,7 +293,8 @@ export class PlaidEmulator {
       throw errors.invalidField('secret must be a properly formatted, non-empty string');
     }
     const expected = this.options.credentials;
-    if (expected && (expected.clientId !== clientId || expected.secret !== secret)) throw errors.invalidApiKeys();
+    if (expected && (expected.clientId !== clientId || expected.secret !== secret))
+      throw errors.invalidApiKeys();
   }
 
   private itemFor(accessToken: unknown): EmulatedItem {
@@ -326,7 +327,8 @@ export class PlaidEmulator {
     if (typeof user.client_user_id !== 'string' || user.client_user_id === '') {
       throw errors.missingFields(['user.client_user_id']);
     }
-    if (!VALID_LANGUAGES.has(body.language as string)) throw errors.invalidField('language must be a supported language');
+    if (!VALID_LANGUAGES.has(body.language as string))
+      throw errors.invalidField('language must be a supported language');
     const countryCodes = body.country_codes as unknown[];
     if (countryCodes.length === 0 || !countryCodes.every((code) => VALID_COUNTRY_CODES.has(code as string))) {
       throw errors.invalidField('country_codes must contain only supported country codes');
@@ -347,15 +349,17 @@ export class PlaidEmulator {
   }
 
   private createSandboxPublicToken(body: Body): Body {
-    requireFields(
-      body,
-      { institution_id: 'string', initial_products: 'array', options: 'object' },
-      ['institution_id', 'initial_products'],
+    requireFields(body, { institution_id: 'string', initial_products: 'array', options: 'object' }, [
+      'institution_id',
+      'initial_products',
+    ]);
+    const institution = SANDBOX_INSTITUTIONS.find(
+      (candidate) => candidate.institutionId === body.institution_id,
     );
-    const institution = SANDBOX_INSTITUTIONS.find((candidate) => candidate.institutionId === body.institution_id);
     if (!institution) throw errors.invalidInstitution();
     const products = body.initial_products as unknown[];
-    if (products.length === 0) throw errors.invalidField('initial_products must contain at least one product');
+    if (products.length === 0)
+      throw errors.invalidField('initial_products must contain at least one product');
     const invalid = products.filter((product) => !VALID_PRODUCTS.has(product as string)).map(String);
     if (invalid.length > 0) throw errors.invalidProduct(invalid);
     const options = (body.options ?? {}) as { webhook?: unknown; override_password?: unknown };
@@ -409,16 +413,16 @@ export class PlaidEmulator {
   }
 
   private describeItem(item: EmulatedItem): Body {
-    const institution = SANDBOX_INSTITUTIONS.find((candidate) => candidate.institutionId === item.institution_id);
+    const institution = SANDBOX_INSTITUTIONS.find(
+      (candidate) => candidate.institutionId === item.institution_id,
+    );
     return {
       item_id: item.item_id,
       institution_id: item.institution_id,
       institution_name: item.institution_name,
       webhook: item.webhook,
       error: item.login_required ? errors.itemLoginRequired().toBody(randomId(15)) : null,
-      available_products: (institution?.products ?? []).filter(
-        (product) => !item.products.includes(product),
-      ),
+      available_products: (institution?.products ?? []).filter((product) => !item.products.includes(product)),
       billed_products: item.products,
       products: item.products,
       consented_products: item.products,
@@ -432,7 +436,12 @@ export class PlaidEmulator {
     requireFields(body, { access_token: 'string' }, ['access_token']);
     const item = this.itemFor(body.access_token);
     return {
-      item: { ...this.describeItem(item), created_at: item.created_at, consented_use_cases: [], consented_data_scopes: [] },
+      item: {
+        ...this.describeItem(item),
+        created_at: item.created_at,
+        consented_use_cases: [],
+        consented_data_scopes: [],
+      },
       status: {
         transactions: { last_successful_update: null, last_failed_update: null },
         investments: null,
@@ -463,15 +472,17 @@ export class PlaidEmulator {
   }
 
   private getInstitution(body: Body): Body {
-    requireFields(
-      body,
-      { institution_id: 'string', country_codes: 'array', options: 'object' },
-      ['institution_id', 'country_codes'],
+    requireFields(body, { institution_id: 'string', country_codes: 'array', options: 'object' }, [
+      'institution_id',
+      'country_codes',
+    ]);
+    const institution = SANDBOX_INSTITUTIONS.find(
+      (candidate) => candidate.institutionId === body.institution_id,
     );
-    const institution = SANDBOX_INSTITUTIONS.find((candidate) => candidate.institutionId === body.institution_id);
     if (!institution) throw errors.invalidInstitution();
-    const withMetadata = (body.options as { include_optional_metadata?: unknown } | undefined)
-      ?.include_optional_metadata === true;
+    const withMetadata =
+      (body.options as { include_optional_metadata?: unknown } | undefined)?.include_optional_metadata ===
+      true;
     return {
       institution: {
         institution_id: institution.institutionId,
@@ -539,7 +550,12 @@ async function readBody(req: IncomingMessage): Promise<string> {
   return Buffer.concat(chunks).toString('utf8');
 }
 
-function send(res: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}): void {
+function send(
+  res: ServerResponse,
+  status: number,
+  body: unknown,
+  headers: Record<string, string> = {},
+): void {
   if (res.headersSent || res.destroyed) return;
   const payload = JSON.stringify(body);
   res.writeHead(status, {

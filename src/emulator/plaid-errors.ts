@@ -34,7 +34,8 @@ export class PlaidEmulatorError extends Error {
   }
 }
 
-const invalidInput = (code: string, message: string) => new PlaidEmulatorError(400, 'INVALID_INPUT', code, message);
+const invalidInput = (code: string, message: string) =>
+  new PlaidEmulatorError(400, 'INVALID_INPUT', code, message);
 const invalidRequest = (code: string, message: string, status = 400) =>
   new PlaidEmulatorError(status, 'INVALID_REQUEST', code, message);
 
@@ -58,18 +59,23 @@ export const errors = {
       'provided public token is in an invalid format. expected format: public-<environment>-<identifier>',
     ),
   invalidInstitution: () => invalidInput('INVALID_INSTITUTION', 'invalid institution_id provided'),
-  invalidAccountId: () => invalidInput('INVALID_ACCOUNT_ID', 'failed to find requested account ID for requested item'),
+  invalidAccountId: () =>
+    invalidInput('INVALID_ACCOUNT_ID', 'failed to find requested account ID for requested item'),
   invalidProduct: (products: string[]) =>
-    invalidInput('INVALID_PRODUCT', `client is not authorized to access the following products: [${products.join(', ')}]`),
+    invalidInput(
+      'INVALID_PRODUCT',
+      `client is not authorized to access the following products: [${products.join(', ')}]`,
+    ),
   itemLoginRequired: () =>
     new PlaidEmulatorError(
       400,
       'ITEM_ERROR',
       'ITEM_LOGIN_REQUIRED',
       "the login details of this item have changed (credentials, MFA, or required user action) and a user login is required to update this information. use Link's update mode to restore the item to a good state",
-      "Your credentials have changed. Please log in again to reconnect.",
+      'Your credentials have changed. Please log in again to reconnect.',
     ),
-  internal: () => new PlaidEmulatorError(500, 'API_ERROR', 'INTERNAL_SERVER_ERROR', 'an unexpected error occurred'),
+  internal: () =>
+    new PlaidEmulatorError(500, 'API_ERROR', 'INTERNAL_SERVER_ERROR', 'an unexpected error occurred'),
   plannedMaintenance: () =>
     new PlaidEmulatorError(
       503,
@@ -90,7 +96,13 @@ export const errors = {
 export function errorForStatus(status: number): PlaidEmulatorError {
   if (status === 429) return errors.rateLimit();
   if (status === 503) return errors.plannedMaintenance();
-  if (status >= 500) return new PlaidEmulatorError(status, 'API_ERROR', 'INTERNAL_SERVER_ERROR', 'an unexpected error occurred');
+  if (status >= 500)
+    return new PlaidEmulatorError(
+      status,
+      'API_ERROR',
+      'INTERNAL_SERVER_ERROR',
+      'an unexpected error occurred',
+    );
   if (status === 404) return errors.notFound();
   return invalidRequest('INVALID_FIELD', 'injected failure', status);
 }

@@ -37,7 +37,10 @@ const problems = (...statuses: ProblemStatus[]) =>
   Object.fromEntries(
     statuses.map((status) => [
       status,
-      { description: PROBLEM_DESCRIPTIONS[status], content: { 'application/problem+json': { schema: problemSchema } } },
+      {
+        description: PROBLEM_DESCRIPTIONS[status],
+        content: { 'application/problem+json': { schema: problemSchema } },
+      },
     ]),
   );
 
@@ -51,7 +54,13 @@ export function buildOpenApiDocument(): Record<string, unknown> {
     name: 'X-Internal-Secret',
   });
   const json = <T extends z.ZodType>(schema: T) => ({ content: { 'application/json': { schema } } });
-  const post = (path: string, summary: string, body: z.ZodType, response: z.ZodType, extra: ProblemStatus[]) =>
+  const post = (
+    path: string,
+    summary: string,
+    body: z.ZodType,
+    response: z.ZodType,
+    extra: ProblemStatus[],
+  ) =>
     registry.registerPath({
       method: 'post',
       path,
@@ -60,7 +69,13 @@ export function buildOpenApiDocument(): Record<string, unknown> {
       responses: { 200: { description: 'OK', ...json(response) }, ...problems(...COMMON, ...extra) },
     });
 
-  post('/create-link-token', 'Start Plaid Link for a user', createLinkTokenBody, createLinkTokenResponse, [404, 409, 502, 504]);
+  post(
+    '/create-link-token',
+    'Start Plaid Link for a user',
+    createLinkTokenBody,
+    createLinkTokenResponse,
+    [404, 409, 502, 504],
+  );
   post(
     '/exchange-public-token',
     "Store a user's new connection and return its accounts",
@@ -68,8 +83,20 @@ export function buildOpenApiDocument(): Record<string, unknown> {
     exchangePublicTokenResponse,
     [404, 409, 502, 504],
   );
-  post('/remove-account', 'Remove one account (and its connection when it was the last)', removeAccountBody, removeAccountResponse, [404]);
-  post('/remove-institution', 'Remove a connection with all its accounts', removeInstitutionBody, removeInstitutionResponse, [404]);
+  post(
+    '/remove-account',
+    'Remove one account (and its connection when it was the last)',
+    removeAccountBody,
+    removeAccountResponse,
+    [404],
+  );
+  post(
+    '/remove-institution',
+    'Remove a connection with all its accounts',
+    removeInstitutionBody,
+    removeInstitutionResponse,
+    [404],
+  );
 
   registry.registerPath({
     method: 'get',
@@ -92,13 +119,22 @@ export function buildOpenApiDocument(): Record<string, unknown> {
     method: 'get',
     path: '/admin/stats',
     summary: 'System-wide statistics',
-    responses: { 200: { description: 'Statistics', ...json(adminStatsResponse) }, ...problems(401, 403, 405, 500, 503) },
+    responses: {
+      200: { description: 'Statistics', ...json(adminStatsResponse) },
+      ...problems(401, 403, 405, 500, 503),
+    },
   });
   registry.registerPath({
     method: 'get',
     path: '/openapi.json',
     summary: 'This document',
-    responses: { 200: { description: 'OpenAPI 3.1 document', content: { 'application/json': { schema: z.object({}).passthrough() } } }, ...problems(401) },
+    responses: {
+      200: {
+        description: 'OpenAPI 3.1 document',
+        content: { 'application/json': { schema: z.object({}).passthrough() } },
+      },
+      ...problems(401),
+    },
   });
   const health = z.object({ status: z.string() });
   for (const path of ['/healthz', '/readyz']) {

@@ -7,7 +7,8 @@ export { z };
 
 const MAX_ID_LENGTH = 256;
 
-const identifier = (description: string) => z.string().trim().min(1).max(MAX_ID_LENGTH).openapi({ description });
+const identifier = (description: string) =>
+  z.string().trim().min(1).max(MAX_ID_LENGTH).openapi({ description });
 
 // Plaid says not to parse its identifiers, so only the documented `<type>-<environment>-` shape is checked.
 export const publicTokenSchema = z
@@ -47,7 +48,9 @@ export const linkMetadataSchema = z
       .max(100)
       .nullish(),
   })
-  .openapi('LinkMetadata', { description: "Plaid Link's onSuccess metadata; enables the duplicate check before the exchange." });
+  .openapi('LinkMetadata', {
+    description: "Plaid Link's onSuccess metadata; enables the duplicate check before the exchange.",
+  });
 
 export const exchangePublicTokenBody = z
   .object({
@@ -114,7 +117,13 @@ const isoDateTime = z.iso
 
 export const adminAccountsQuery = z
   .object({
-    limit: z.coerce.number().int().min(1).max(1000).default(100).openapi({ description: 'Page size, at most 1000.' }),
+    limit: z.coerce
+      .number()
+      .int()
+      .min(1)
+      .max(1000)
+      .default(100)
+      .openapi({ description: 'Page size, at most 1000.' }),
     cursor: z.string().max(64).optional().openapi({ description: 'next_cursor of the previous page.' }),
     subscription_user_id: z.string().min(1).max(MAX_ID_LENGTH).optional(),
     institution_id: z.string().min(1).max(MAX_ID_LENGTH).optional(),
@@ -161,7 +170,12 @@ export const adminStatsResponse = z
     institutions: z.number().int().openapi({ description: 'Active connections (Plaid Items).' }),
     accounts: z.number().int().openapi({ description: 'Active accounts.' }),
     by_app_name: z.array(
-      z.object({ app_name: z.string(), users: z.number().int(), institutions: z.number().int(), accounts: z.number().int() }),
+      z.object({
+        app_name: z.string(),
+        users: z.number().int(),
+        institutions: z.number().int(),
+        accounts: z.number().int(),
+      }),
     ),
     top_institutions: z.array(
       z.object({
@@ -171,7 +185,9 @@ export const adminStatsResponse = z
         accounts: z.number().int(),
       }),
     ),
-    by_account_type: z.array(z.object({ type: z.string(), subtype: z.string().nullable(), accounts: z.number().int() })),
+    by_account_type: z.array(
+      z.object({ type: z.string(), subtype: z.string().nullable(), accounts: z.number().int() }),
+    ),
     activity: z.object({
       windows: z.object({ last_24h: window, last_7d: window, last_30d: window }),
       last_24h: activityCounts,
@@ -179,7 +195,10 @@ export const adminStatsResponse = z
       last_30d: activityCounts,
     }),
     provider_removals: z.object({
-      pending: z.number().int().openapi({ description: 'Item removals still being retried at the provider.' }),
+      pending: z
+        .number()
+        .int()
+        .openapi({ description: 'Item removals still being retried at the provider.' }),
       dead: z.number().int().openapi({ description: 'Item removals that gave up; they need a person.' }),
     }),
   })

@@ -21,7 +21,12 @@ import {
 } from 'plaid';
 import { z } from 'zod';
 import type { Logger } from '../logger';
-import type { AccountProvider, CreateLinkTokenInput, ProviderAccount, ProviderItem } from './account-provider';
+import type {
+  AccountProvider,
+  CreateLinkTokenInput,
+  ProviderAccount,
+  ProviderItem,
+} from './account-provider';
 import { ProviderError, type ProviderFailureKind } from './provider-error';
 
 export interface PlaidProviderOptions {
@@ -56,7 +61,10 @@ const itemSchema = z.object({
   error: z.object({ error_code: z.string() }).nullish(),
 });
 const responses = {
-  linkToken: z.object({ link_token: z.string().regex(/^link-[a-z]+-[A-Za-z0-9-]+$/), expiration: z.string() }),
+  linkToken: z.object({
+    link_token: z.string().regex(/^link-[a-z]+-[A-Za-z0-9-]+$/),
+    expiration: z.string(),
+  }),
   exchange: z.object({ access_token: accessTokenSchema, item_id: TOKEN_TEXT }),
   item: z.object({ item: itemSchema }),
   accounts: z.object({
@@ -74,7 +82,9 @@ const responses = {
       )
       .max(100),
   }),
-  institution: z.object({ institution: z.object({ institution_id: TOKEN_TEXT, name: z.string().min(1).max(512) }) }),
+  institution: z.object({
+    institution: z.object({ institution_id: TOKEN_TEXT, name: z.string().min(1).max(512) }),
+  }),
 };
 
 const plaidErrorSchema = z.object({
@@ -115,7 +125,9 @@ export function toProviderError(operation: string, error: unknown): ProviderErro
   if (!response) {
     const timedOut = error.code === 'ECONNABORTED' || error.code === 'ETIMEDOUT';
     return new ProviderError(timedOut ? 'timeout' : 'failed', operation, {
-      message: timedOut ? `${operation} timed out` : `${operation} could not reach the provider (${error.code ?? 'network error'})`,
+      message: timedOut
+        ? `${operation} timed out`
+        : `${operation} could not reach the provider (${error.code ?? 'network error'})`,
     });
   }
   const retryAfterSeconds = parseRetryAfter(response.headers?.['retry-after']);
@@ -155,7 +167,8 @@ class JitteredBackoff implements IBackoffFactory<IRetryBackoffContext<unknown>> 
     const ceiling = Math.min(this.maxMs, this.baseMs * 2 ** Math.max(0, context.attempt - 1));
     const jittered = Math.random() * ceiling;
     const error = 'error' in context.result ? context.result.error : undefined;
-    const retryAfterMs = error instanceof ProviderError && error.retryAfterSeconds ? error.retryAfterSeconds * 1000 : 0;
+    const retryAfterMs =
+      error instanceof ProviderError && error.retryAfterSeconds ? error.retryAfterSeconds * 1000 : 0;
     return { duration: Math.min(this.maxMs, Math.max(jittered, retryAfterMs)), next: (c) => this.next(c) };
   }
 }

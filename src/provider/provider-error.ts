@@ -24,7 +24,11 @@ const HTTP: Record<ProviderFailureKind, { status: number; code: string; title: s
   timeout: { status: 504, code: 'PROVIDER_TIMEOUT', title: 'Provider timed out' },
   failed: { status: 502, code: 'PROVIDER_ERROR', title: 'Provider error' },
   rejected: { status: 502, code: 'PROVIDER_REJECTED', title: 'Provider rejected the request' },
-  invalid_response: { status: 502, code: 'PROVIDER_INVALID_RESPONSE', title: 'Provider sent an invalid response' },
+  invalid_response: {
+    status: 502,
+    code: 'PROVIDER_INVALID_RESPONSE',
+    title: 'Provider sent an invalid response',
+  },
 };
 
 /** A failed provider call, already translated into what the HTTP layer answers. */
@@ -63,6 +67,11 @@ export class ProviderError extends AppError {
 
   /** Worth another attempt: the provider may answer differently in a moment. */
   get transient(): boolean {
-    return this.kind === 'rate_limited' || this.kind === 'failed' || this.kind === 'unavailable' || this.kind === 'timeout';
+    return (
+      this.kind === 'rate_limited' ||
+      this.kind === 'failed' ||
+      this.kind === 'unavailable' ||
+      this.kind === 'timeout'
+    );
   }
 }

@@ -75,7 +75,12 @@ export function streamAccounts(client: PoolClient, filters: AccountFilters): Que
 export interface StatsRows {
   totals: { users: number; institutions: number; accounts: number };
   byApp: { app_name: string; users: number; institutions: number; accounts: number }[];
-  topInstitutions: { institution_id: string; institution_name: string; institutions: number; accounts: number }[];
+  topInstitutions: {
+    institution_id: string;
+    institution_name: string;
+    institutions: number;
+    accounts: number;
+  }[];
   byType: { type: string; subtype: string | null; accounts: number }[];
   activity: { kind: string; last_24h: number; last_7d: number; last_30d: number }[];
   outbox: { state: string; count: number }[];

@@ -72,7 +72,9 @@ export async function claimExchange(
 }
 
 export async function releaseExchangeClaim(db: Queryable, fingerprint: Buffer): Promise<void> {
-  await db.query(`DELETE FROM exchanges WHERE public_token_fingerprint = $1 AND state = 'claimed'`, [fingerprint]);
+  await db.query(`DELETE FROM exchanges WHERE public_token_fingerprint = $1 AND state = 'claimed'`, [
+    fingerprint,
+  ]);
 }
 
 export async function recordExchangedToken(
@@ -138,7 +140,11 @@ export async function insertInstitution(
   return (rows[0] as { id: string }).id;
 }
 
-export async function insertAccounts(db: Queryable, institutionId: string, accounts: NewAccount[]): Promise<void> {
+export async function insertAccounts(
+  db: Queryable,
+  institutionId: string,
+  accounts: NewAccount[],
+): Promise<void> {
   await db.query(
     `INSERT INTO accounts (institution_id, provider_account_id, name, official_name, mask, type, subtype)
      SELECT $1, * FROM unnest($2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[])`,
@@ -211,7 +217,10 @@ export async function findAccountOwner(
 }
 
 /** Serializes every change to one connection's accounts; see removeAccount. */
-export async function lockInstitution(db: Queryable, institutionId: string): Promise<InstitutionRow | undefined> {
+export async function lockInstitution(
+  db: Queryable,
+  institutionId: string,
+): Promise<InstitutionRow | undefined> {
   const { rows } = await db.query<InstitutionRow>(
     `SELECT id, subscription_user_id, app_name, provider_item_id, provider_institution_id, institution_name,
             access_token_ciphertext
@@ -221,11 +230,15 @@ export async function lockInstitution(db: Queryable, institutionId: string): Pro
   return rows[0];
 }
 
-export async function deleteAccount(db: Queryable, providerAccountId: string, institutionId: string): Promise<boolean> {
-  const { rowCount } = await db.query(`DELETE FROM accounts WHERE provider_account_id = $1 AND institution_id = $2`, [
-    providerAccountId,
-    institutionId,
-  ]);
+export async function deleteAccount(
+  db: Queryable,
+  providerAccountId: string,
+  institutionId: string,
+): Promise<boolean> {
+  const { rowCount } = await db.query(
+    `DELETE FROM accounts WHERE provider_account_id = $1 AND institution_id = $2`,
+    [providerAccountId, institutionId],
+  );
   return rowCount === 1;
 }
 

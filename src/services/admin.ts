@@ -83,7 +83,9 @@ export class AdminService {
   }
 
   /** Every matching account from a server-side cursor; `close` must be called when done. */
-  async openAccountStream(filters: AccountFilters): Promise<{ rows: Readable; close: (error?: Error) => void }> {
+  async openAccountStream(
+    filters: AccountFilters,
+  ): Promise<{ rows: Readable; close: (error?: Error) => void }> {
     const client = await this.pool.connect();
     // An export can outlast the pool's statement timeout; it is bounded by the client staying connected.
     await client.query('SET statement_timeout = 0');

@@ -68,7 +68,10 @@ const CLAIM_STALE_AFTER_SECONDS = 60;
 const POLL_INTERVAL_MS = 50;
 
 /** Institution id plus the sorted (mask, subtype) pairs: what makes two connections the same login. */
-export function signAccounts(institutionId: string, accounts: { mask?: string | null; subtype?: string | null }[]): string {
+export function signAccounts(
+  institutionId: string,
+  accounts: { mask?: string | null; subtype?: string | null }[],
+): string {
   const pairs = accounts.map((account) => `${account.mask ?? ''}:${account.subtype ?? ''}`).sort();
   return `${institutionId}|${pairs.join(',')}`;
 }
@@ -402,18 +405,25 @@ export class ConnectionService {
       });
       await this.deliverRemoval(outboxId);
     } catch (error) {
-      logger.error({ err: error, itemId: failure.itemId }, 'could not queue the Item removal; removing it directly');
+      logger.error(
+        { err: error, itemId: failure.itemId },
+        'could not queue the Item removal; removing it directly',
+      );
       const accessToken = this.deps.vault.decrypt(failure.ciphertext, failure.itemId);
       await this.deps.provider
         .removeItem(accessToken)
         .catch((removeError: unknown) =>
-          logger.error({ err: removeError, itemId: failure.itemId }, 'Item removal failed; the sweeper will retry'),
+          logger.error(
+            { err: removeError, itemId: failure.itemId },
+            'Item removal failed; the sweeper will retry',
+          ),
         );
     }
   }
 
   private async replayExchange(existing: ExchangeRow): Promise<ConnectedAccount[]> {
-    if (!existing.institution_id) throw notFound('The connection made with this public token has been removed.');
+    if (!existing.institution_id)
+      throw notFound('The connection made with this public token has been removed.');
     const rows = await listAccountsOfInstitution(this.deps.pool, existing.institution_id);
     const first = rows[0];
     if (!first) throw notFound('The connection made with this public token has been removed.');
@@ -424,7 +434,8 @@ export class ConnectionService {
   private abandonedExchangeError(existing: ExchangeRow): AppError {
     if (existing.failure_code === 'DUPLICATE_INSTITUTION') return duplicateInstitution();
     return new AppError(409, 'EXCHANGE_FAILED', 'Exchange failed', {
-      detail: 'An earlier exchange of this public token failed and its connection was discarded; start Link again.',
+      detail:
+        'An earlier exchange of this public token failed and its connection was discarded; start Link again.',
     });
   }
 
@@ -432,7 +443,9 @@ export class ConnectionService {
   private async deliverRemoval(outboxId: string): Promise<void> {
     await this.deps.outbox
       .deliverNow(outboxId)
-      .catch((error: unknown) => this.deps.logger.warn({ err: error, outboxId }, 'immediate Item removal failed'));
+      .catch((error: unknown) =>
+        this.deps.logger.warn({ err: error, outboxId }, 'immediate Item removal failed'),
+      );
   }
 
   private async callProvider<T>(

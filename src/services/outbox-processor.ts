@@ -60,8 +60,12 @@ export class OutboxProcessor {
 
   /** One pass of the background loop: abandoned exchanges, due removals, housekeeping. */
   async runOnce(): Promise<number> {
-    const abandoned = await enqueueAbandonedExchanges(this.pool, this.settings.abandonExchangeAfterSeconds ?? 300);
-    if (abandoned > 0) this.logger.warn({ count: abandoned }, 'queued removal of Items from abandoned exchanges');
+    const abandoned = await enqueueAbandonedExchanges(
+      this.pool,
+      this.settings.abandonExchangeAfterSeconds ?? 300,
+    );
+    if (abandoned > 0)
+      this.logger.warn({ count: abandoned }, 'queued removal of Items from abandoned exchanges');
     const rows = await leaseDueRemovals(this.pool, {
       limit: this.settings.batchSize ?? 20,
       leaseSeconds: this.settings.leaseSeconds ?? 60,
@@ -113,7 +117,8 @@ export class OutboxProcessor {
         retryInSeconds: retryDelaySeconds(row.attempts),
         dead,
       }).catch((markError: unknown) => log.error({ err: markError }, 'could not record the failed removal'));
-      if (dead) log.error({ err: error }, 'Item removal gave up after the maximum attempts; it needs a person');
+      if (dead)
+        log.error({ err: error }, 'Item removal gave up after the maximum attempts; it needs a person');
       else log.warn({ err: error }, 'Item removal failed; it will be retried');
       return false;
     }

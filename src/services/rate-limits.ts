@@ -21,7 +21,10 @@ const DESCRIPTIONS: Record<LimitedAction, string> = {
 export class RateLimits {
   private readonly limiters: Record<LimitedAction, RateLimiterPostgres>;
 
-  constructor(pool: Pool, private readonly settings: RateLimitSettings) {
+  constructor(
+    pool: Pool,
+    private readonly settings: RateLimitSettings,
+  ) {
     const limiter = (keyPrefix: string, points: number) =>
       new RateLimiterPostgres({
         storeClient: pool,

@@ -38,7 +38,10 @@ export async function createTestDatabase(options: { empty?: boolean } = {}): Pro
   return {
     name,
     url: databaseUrl(name),
-    drop: () => onServer((client) => client.query(`DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`)).then(() => undefined),
+    drop: () =>
+      onServer((client) => client.query(`DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`)).then(
+        () => undefined,
+      ),
   };
 }
 

@@ -7,7 +7,9 @@ export default async function globalTeardown() {
   if (serverUrl && runId) {
     const admin = new pg.Client({ connectionString: serverUrl });
     await admin.connect();
-    const { rows } = await admin.query(`SELECT datname FROM pg_database WHERE datname LIKE $1`, [`${runId}%`]);
+    const { rows } = await admin.query(`SELECT datname FROM pg_database WHERE datname LIKE $1`, [
+      `${runId}%`,
+    ]);
     for (const { datname } of rows) await admin.query(`DROP DATABASE IF EXISTS "${datname}" WITH (FORCE)`);
     await admin.end();
   }

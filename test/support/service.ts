@@ -124,10 +124,18 @@ export async function connectInstitution(
   const response = await context.http
     .post('/exchange-public-token')
     .set(asWebsite)
-    .send({ public_token: linkPublicToken(context, institutionId), subscription_user_id: subscriptionUserId, app_name: 'Budget App' });
-  if (response.status !== 200) throw new Error(`exchange failed: ${response.status} ${JSON.stringify(response.body)}`);
+    .send({
+      public_token: linkPublicToken(context, institutionId),
+      subscription_user_id: subscriptionUserId,
+      app_name: 'Budget App',
+    });
+  if (response.status !== 200)
+    throw new Error(`exchange failed: ${response.status} ${JSON.stringify(response.body)}`);
   const accounts = response.body.accounts as { provider_account_id: string; access_token: string }[];
-  return { accessToken: accounts[0]!.access_token, accountIds: accounts.map((account) => account.provider_account_id) };
+  return {
+    accessToken: accounts[0]!.access_token,
+    accountIds: accounts.map((account) => account.provider_account_id),
+  };
 }
 
 export const problemShape = {

@@ -9,7 +9,9 @@ const BODY_PARSER_ERRORS: Record<string, () => AppError> = {
   'entity.parse.failed': () =>
     new AppError(400, 'MALFORMED_JSON', 'Malformed JSON', { detail: 'The request body is not valid JSON.' }),
   'entity.too.large': () =>
-    new AppError(413, 'PAYLOAD_TOO_LARGE', 'Payload too large', { detail: 'The request body is over 16 kB.' }),
+    new AppError(413, 'PAYLOAD_TOO_LARGE', 'Payload too large', {
+      detail: 'The request body is over 16 kB.',
+    }),
   'encoding.unsupported': () =>
     new AppError(415, 'UNSUPPORTED_MEDIA_TYPE', 'Unsupported media type', {
       detail: 'The request body encoding is not supported.',
@@ -63,7 +65,9 @@ export function sendProblem(res: Response, error: AppError, requestId: string): 
 }
 
 export function notFoundHandler(req: Request, _res: Response, next: NextFunction): void {
-  next(new AppError(404, 'NOT_FOUND', 'Not found', { detail: `There is no ${req.method} ${req.path} here.` }));
+  next(
+    new AppError(404, 'NOT_FOUND', 'Not found', { detail: `There is no ${req.method} ${req.path} here.` }),
+  );
 }
 
 /** The only place that writes an error response. */

@@ -18,7 +18,9 @@ export function healthRoutes(pool: Pool, isShuttingDown: () => boolean): Router 
     .route('/readyz')
     .get(async (_req, res) => {
       if (isShuttingDown()) {
-        throw new AppError(503, 'SHUTTING_DOWN', 'Shutting down', { detail: 'This instance is shutting down.' });
+        throw new AppError(503, 'SHUTTING_DOWN', 'Shutting down', {
+          detail: 'This instance is shutting down.',
+        });
       }
       let timer: NodeJS.Timeout | undefined;
       const answered = await Promise.race([

@@ -1,0 +1,261 @@
+import { PlaidEmulator } from '../src/emulator/plaid-emulator';
+import { createLogger } from '../src/logger';
+import { PlaidProvider, type PlaidProviderOptions } from '../src/provider/plaid-provider';
+import { ProviderError } from '../src/provider/provider-error';
+
+const logger = createLogger({ level: 'silent' });
+
+async function failureOf(call: Promise<unknown>): Promise<ProviderError> {
+  try {
+    await call;
+  } catch (error) {
+    if (error instanceof ProviderError) return error;
+    throw error;
+  }
+  throw new Error('expected the call to fail');
+}
+
+describe('the Plaid provider wrapper', () => {
+  let emulator: PlaidEmulator;
+  let url: string;
+  const providerWith = (options: Partial<PlaidProviderOptions> = {}) =>
+    new PlaidProvider({
+      clientId: 'client',
+      secret: 'secret',
+      env: 'sandbox',
+      baseUrl: `${url}/`,
+      timeoutMs: 2_000,
+      products: ['transactions'],
+      countryCodes: ['US'],
+      language: 'en',
+      retryBaseDelayMs: 10,
+      retryMaxDelayMs: 50,
+      logger,
+      ...options,
+    });
+  const exchangeNewItem = async (provider: PlaidProvider) =>
+    provider.exchangePublicToken(emulator.createPublicToken('ins_109509'));
+
+  beforeAll(async () => {
+    emulator = new PlaidEmulator({ credentials: { clientId: 'client', secret: 'secret' } });
+    url = await emulator.listen(0);
+  });
+  beforeEach(() => {
+    emulator.clearFaults();
+    emulator.clearCalls();
+  });
+  afterAll(() => emulator.close());
+
+  it('when a link token is created, then client_name, user and configured products reach Plaid', async () => {
+    const provider = providerWith({ webhookUrl: 'https://example.test/hook' });
+
+    const token = await provider.createLinkToken({ clientUserId: 'user-7', clientName: 'Budget App' });
+
+    expect(token.linkToken).toMatch(/^link-sandbox-/);
+    expect(emulator.calls('/link/token/create')[0]?.body).toEqual({
+      client_name: 'Budget App',
+      language: 'en',
+      country_codes: ['US'],
+      user: { client_user_id: 'user-7' },
+      products: ['transactions'],
+      webhook: 'https://example.test/hook',
+    });
+  });
+
+  it('when an update-mode link token is asked for, then the access token is sent instead of products', async () => {
+    const provider = providerWith();
+    const { accessToken } = await exchangeNewItem(provider);
+
+    await provider.createLinkToken({ clientUserId: 'user-7', clientName: 'Budget App', accessToken });
+
+    const body = emulator.calls('/link/token/create')[0]?.body as Record<string, unknown>;
+    expect(body.access_token).toBe(accessToken);
+    expect(body.products).toBeUndefined();
+  });
+
+  it('when a new Item is read, then its accounts and institution come back in the service’s own terms', async () => {
+    const provider = providerWith();
+    const { accessToken, itemId } = await exchangeNewItem(provider);
+
+    const { item, accounts } = await provider.getAccounts(accessToken);
+    const fetchedItem = await provider.getItem(accessToken);
+    const name = await provider.getInstitutionName('ins_109509');
+
+    expect(item).toEqual({
+      itemId,
+      institutionId: 'ins_109509',
+      institutionName: 'First Gingham Credit Union',
+      errorCode: null,
+    });
+    expect(fetchedItem.itemId).toBe(itemId);
+    expect(accounts[3]).toEqual({
+      accountId: expect.any(String),
+      name: 'Plaid Credit Card',
+      officialName: 'Plaid Diamond 12.5% APR Interest Credit Card',
+      mask: '3333',
+      type: 'credit',
+      subtype: 'credit card',
+    });
+    expect(name).toBe('First Gingham Credit Union');
+  });
+
+  it('when an already-used public token is exchanged, then invalid_public_token (400 INVALID_PUBLIC_TOKEN)', async () => {
+    const provider = providerWith();
+    const publicToken = emulator.createPublicToken();
+    await provider.exchangePublicToken(publicToken);
+
+    const failure = await failureOf(provider.exchangePublicToken(publicToken));
+
+    expect(failure).toMatchObject({
+      kind: 'invalid_public_token',
+      status: 400,
+      code: 'INVALID_PUBLIC_TOKEN',
+      errorCode: 'INVALID_PUBLIC_TOKEN',
+      providerRequestId: expect.any(String),
+    });
+  });
+
+  it('when the Item is already gone, then item_gone for ITEM_NOT_FOUND and for INVALID_ACCESS_TOKEN', async () => {
+    const provider = providerWith();
+    const { accessToken } = await exchangeNewItem(provider);
+    await provider.removeItem(accessToken);
+    emulator.injectFault({
+      path: '/item/remove',
+      error: { error_type: 'ITEM_ERROR', error_code: 'ITEM_NOT_FOUND' },
+    });
+
+    const notFound = await failureOf(provider.removeItem(accessToken));
+    const invalid = await failureOf(provider.removeItem(accessToken));
+
+    expect(notFound).toMatchObject({ kind: 'item_gone', errorCode: 'ITEM_NOT_FOUND' });
+    expect(invalid).toMatchObject({ kind: 'item_gone', errorCode: 'INVALID_ACCESS_TOKEN' });
+  });
+
+  it('when the institution needs a new login, then item_login_required (409)', async () => {
+    const provider = providerWith();
+    const { accessToken } = await provider.exchangePublicToken(
+      emulator.createPublicToken('ins_109508', { loginRequired: true }),
+    );
+
+    const failure = await failureOf(provider.getAccounts(accessToken));
+
+    expect(failure).toMatchObject({ kind: 'item_login_required', status: 409, code: 'ITEM_LOGIN_REQUIRED' });
+  });
+
+  it.each([
+    [{ status: 429 }, 'rate_limited', 429, 'PROVIDER_RATE_LIMITED'],
+    [{ status: 503 }, 'unavailable', 503, 'PROVIDER_UNAVAILABLE'],
+    [{ status: 500 }, 'failed', 502, 'PROVIDER_ERROR'],
+    [{ drop: true }, 'failed', 502, 'PROVIDER_ERROR'],
+    [
+      { error: { error_type: 'INSTITUTION_ERROR', error_code: 'INSTITUTION_DOWN' } },
+      'failed',
+      502,
+      'PROVIDER_ERROR',
+    ],
+    [
+      { error: { error_type: 'INVALID_INPUT', error_code: 'INVALID_API_KEYS' } },
+      'rejected',
+      502,
+      'PROVIDER_REJECTED',
+    ],
+    [{ body: { link_token: 42 } }, 'invalid_response', 502, 'PROVIDER_INVALID_RESPONSE'],
+    [{ status: 502, body: '<html>bad gateway</html>' }, 'failed', 502, 'PROVIDER_ERROR'],
+  ])('when Plaid answers %j on every attempt, then %s (%i %s)', async (fault, kind, status, code) => {
+    const provider = providerWith();
+    emulator.injectFault({ path: '/link/token/create', count: 3, ...fault });
+
+    const failure = await failureOf(provider.createLinkToken({ clientUserId: 'u', clientName: 'A' }));
+
+    expect(failure).toMatchObject({ kind, status, code });
+  });
+
+  it('when a call takes longer than the timeout, then 504 well before the delay ends', async () => {
+    const provider = providerWith({ timeoutMs: 200, maxAttempts: 1 });
+    emulator.injectFault({ path: '/institutions/get_by_id', delay_ms: 3_000 });
+    const started = Date.now();
+
+    const failure = await failureOf(provider.getInstitutionName('ins_109508'));
+
+    expect(failure).toMatchObject({ kind: 'timeout', status: 504, code: 'PROVIDER_TIMEOUT' });
+    expect(Date.now() - started).toBeLessThan(2_000);
+  });
+
+  it('when a read fails on the first two attempts, then the third succeeds', async () => {
+    const provider = providerWith();
+    const { accessToken } = await exchangeNewItem(provider);
+    emulator.injectFault({ path: '/accounts/get', count: 2, status: 500 });
+
+    const { accounts } = await provider.getAccounts(accessToken);
+
+    expect(accounts).toHaveLength(12);
+    expect(emulator.calls('/accounts/get').map((call) => call.status)).toEqual([500, 500, 200]);
+  });
+
+  it('when every attempt fails, then it stops after 3 attempts', async () => {
+    const provider = providerWith();
+    emulator.injectFault({ path: '/item/get', count: 5, status: 500 });
+
+    await failureOf(provider.getItem('access-sandbox-00000000-0000-4000-8000-000000000000'));
+
+    expect(emulator.calls('/item/get')).toHaveLength(3);
+  });
+
+  it('when Plaid refuses the input (4xx), then it is not retried', async () => {
+    const provider = providerWith();
+
+    await failureOf(provider.getItem('access-sandbox-00000000-0000-4000-8000-000000000000'));
+
+    expect(emulator.calls('/item/get')).toHaveLength(1);
+  });
+
+  it('when the exchange fails with a 500 or times out, then it is never retried', async () => {
+    const provider = providerWith({ timeoutMs: 200 });
+    emulator.injectFault({ path: '/item/public_token/exchange', status: 500 });
+    emulator.injectFault({ path: '/item/public_token/exchange', delay_ms: 1_000 });
+
+    const serverError = await failureOf(provider.exchangePublicToken(emulator.createPublicToken()));
+    const timeout = await failureOf(provider.exchangePublicToken(emulator.createPublicToken()));
+
+    expect(serverError.kind).toBe('failed');
+    expect(timeout.kind).toBe('timeout');
+    expect(emulator.calls('/item/public_token/exchange')).toHaveLength(2);
+  });
+
+  it('when Plaid sends Retry-After with a 429, then the retry waits at least that long', async () => {
+    const provider = providerWith({ retryMaxDelayMs: 5_000 });
+    emulator.injectFault({ path: '/institutions/get_by_id', status: 429, headers: { 'Retry-After': '1' } });
+    const started = Date.now();
+
+    await provider.getInstitutionName('ins_109508');
+
+    expect(Date.now() - started).toBeGreaterThanOrEqual(950);
+    expect(emulator.calls('/institutions/get_by_id').map((call) => call.status)).toEqual([429, 200]);
+  });
+
+  it('when Plaid keeps failing, then the breaker opens and calls fail at once with 503 without reaching Plaid', async () => {
+    const provider = providerWith({ maxAttempts: 1, breakerThreshold: 3, breakerHalfOpenAfterMs: 60_000 });
+    emulator.injectFault({ path: '*', count: 3, status: 500 });
+    for (let attempt = 0; attempt < 3; attempt += 1)
+      await failureOf(provider.getInstitutionName('ins_109508'));
+    emulator.clearCalls();
+
+    const failure = await failureOf(provider.getInstitutionName('ins_109508'));
+
+    expect(failure).toMatchObject({ kind: 'unavailable', status: 503, code: 'PROVIDER_UNAVAILABLE' });
+    expect(emulator.calls()).toHaveLength(0);
+  });
+
+  it('when HTTP_PROXY is set, then calls still go straight to the emulator', async () => {
+    const previous = process.env.HTTP_PROXY;
+    process.env.HTTP_PROXY = 'http://127.0.0.1:9';
+    try {
+      const name = await providerWith().getInstitutionName('ins_109510');
+
+      expect(name).toBe('Tattersall Federal Credit Union');
+    } finally {
+      if (previous === undefined) delete process.env.HTTP_PROXY;
+      else process.env.HTTP_PROXY = previous;
+    }
+  });
+});

@@ -46,6 +46,7 @@ export interface ServiceContext {
   config: Config;
   emulator: PlaidEmulator;
   database: TestDatabase;
+  env: Record<string, string>;
   /** Every log line the service wrote, as raw JSON text. */
   logs: string[];
   close(): Promise<void>;
@@ -56,14 +57,19 @@ export interface ServiceOptions {
   hooks?: DependencyOverrides['hooks'];
   providerTuning?: DependencyOverrides['providerTuning'];
   poolMax?: number;
+  /** Reuse a database and a "Plaid" (a restart of the service); they are then left to their owner. */
+  database?: TestDatabase;
+  emulator?: PlaidEmulator;
 }
 
 /** The real service: its own database, the emulator on a real port, the real SDK, real HTTP. */
 export async function startService(options: ServiceOptions = {}): Promise<ServiceContext> {
-  const database = await createTestDatabase();
-  const emulator = new PlaidEmulator({ credentials: { clientId: 'test-client', secret: PLAID_SECRET } });
-  const emulatorUrl = await emulator.listen(0);
-  const config = loadConfig(testEnvironment(options.env));
+  const database = options.database ?? (await createTestDatabase());
+  const emulator =
+    options.emulator ?? new PlaidEmulator({ credentials: { clientId: 'test-client', secret: PLAID_SECRET } });
+  const emulatorUrl = options.emulator ? emulator.url : await emulator.listen(0);
+  const env = testEnvironment(options.env);
+  const config = loadConfig(env);
   const logs: string[] = [];
   const logger = createLogger({
     level: config.logLevel,
@@ -95,12 +101,13 @@ export async function startService(options: ServiceOptions = {}): Promise<Servic
     config,
     emulator,
     database,
+    env,
     logs,
     close: async () => {
       await deps.outbox.stop();
       await deps.pool.end();
-      await emulator.close();
-      await database.drop();
+      if (!options.emulator) await emulator.close();
+      if (!options.database) await database.drop();
     },
   };
 }
@@ -146,3 +153,13 @@ export const problemShape = {
   code: expect.any(String),
   request_id: expect.any(String),
 };
+
+/** Rows of a table as plain objects, for asserting what the database holds. */
+export async function rowsOf(
+  context: ServiceContext,
+  sql: string,
+  values: unknown[] = [],
+): Promise<Record<string, unknown>[]> {
+  const { rows } = await context.deps.pool.query(sql, values);
+  return rows;
+}

@@ -1,0 +1,282 @@
+import { PlaidEmulator } from '../src/emulator/plaid-emulator';
+import { createTestDatabase, type TestDatabase } from './support/database';
+import {
+  PLAID_SECRET,
+  asAdmin,
+  asWebsite,
+  connectInstitution,
+  problemShape,
+  rowsOf,
+  startService,
+  uniqueUserId,
+  type ServiceContext,
+} from './support/service';
+
+const removeAccount = (service: ServiceContext, user: string, accountId: string) =>
+  service.http
+    .post('/remove-account')
+    .set(asWebsite)
+    .send({ subscription_user_id: user, provider_account_id: accountId });
+const removeInstitution = (service: ServiceContext, user: string, accessToken: string) =>
+  service.http
+    .post('/remove-institution')
+    .set(asWebsite)
+    .send({ subscription_user_id: user, access_token: accessToken });
+const itemExists = (service: ServiceContext, accessToken: string) =>
+  service.emulator.items().some((item) => item.access_token === accessToken);
+
+describe('removing accounts and institutions', () => {
+  let service: ServiceContext;
+  beforeAll(async () => {
+    service = await startService();
+  });
+  beforeEach(() => {
+    service.emulator.clearFaults();
+    service.emulator.clearCalls();
+  });
+  afterAll(() => service.close());
+
+  it('when one of several accounts is removed, then only that account goes and the Item stays at Plaid', async () => {
+    const user = uniqueUserId();
+    const { accessToken, accountIds } = await connectInstitution(service, user);
+
+    const response = await removeAccount(service, user, accountIds[0]!);
+
+    expect(response.status).toBe(200);
+    expect(response.body).toEqual({ success: true, institution_removed: false });
+    expect(
+      await rowsOf(service, `SELECT provider_account_id FROM accounts WHERE provider_account_id = ANY($1)`, [
+        accountIds,
+      ]),
+    ).toHaveLength(11);
+    expect(itemExists(service, accessToken)).toBe(true);
+    expect(service.emulator.calls('/item/remove')).toEqual([]);
+  });
+
+  it('when the last account is removed, then the institution goes too, at Plaid as well', async () => {
+    const user = uniqueUserId();
+    const { accessToken, accountIds } = await connectInstitution(service, user);
+    for (const accountId of accountIds.slice(1)) await removeAccount(service, user, accountId);
+
+    const response = await removeAccount(service, user, accountIds[0]!);
+
+    expect(response.body).toEqual({ success: true, institution_removed: true });
+    expect(
+      await rowsOf(service, `SELECT 1 FROM institutions WHERE subscription_user_id = $1`, [user]),
+    ).toEqual([]);
+    expect(itemExists(service, accessToken)).toBe(false);
+    expect(service.emulator.calls('/item/remove').map((call) => call.body)).toEqual([
+      { access_token: accessToken },
+    ]);
+    const events = await rowsOf(
+      service,
+      `SELECT kind, count(*)::int AS n FROM events WHERE subscription_user_id = $1 GROUP BY kind ORDER BY kind`,
+      [user],
+    );
+    expect(events).toEqual([
+      { kind: 'account_removed', n: 12 },
+      { kind: 'exchange_completed', n: 1 },
+      { kind: 'institution_removed', n: 1 },
+    ]);
+  });
+
+  it('when an institution is removed by access token, then all its accounts go and the Item is removed at Plaid', async () => {
+    const user = uniqueUserId();
+    const { accessToken, accountIds } = await connectInstitution(service, user);
+
+    const response = await removeInstitution(service, user, accessToken);
+
+    expect(response.status).toBe(200);
+    expect(response.body).toEqual({ success: true, accounts_removed: 12 });
+    expect(
+      await rowsOf(service, `SELECT 1 FROM accounts WHERE provider_account_id = ANY($1)`, [accountIds]),
+    ).toEqual([]);
+    expect(itemExists(service, accessToken)).toBe(false);
+    expect(
+      await rowsOf(
+        service,
+        `SELECT state, access_token_ciphertext FROM outbox WHERE reason = 'institution_removed' ORDER BY id DESC LIMIT 1`,
+      ),
+    ).toEqual([{ state: 'done', access_token_ciphertext: null }]);
+  });
+
+  it('when one user names another user’s account or institution, then 404 and nothing changes anywhere', async () => {
+    const owner = uniqueUserId('owner');
+    const intruder = uniqueUserId('intruder');
+    const { accessToken, accountIds } = await connectInstitution(service, owner);
+    service.emulator.clearCalls();
+    const outboxBefore = await rowsOf(service, `SELECT count(*)::int AS n FROM outbox`);
+
+    const account = await removeAccount(service, intruder, accountIds[0]!);
+    const institution = await removeInstitution(service, intruder, accessToken);
+
+    expect(account.status).toBe(404);
+    expect(institution.status).toBe(404);
+    expect(account.body).toEqual({ ...problemShape, status: 404, code: 'NOT_FOUND' });
+    expect(institution.body.detail).toBe('No connection with this access token exists for this user.');
+    expect(
+      await rowsOf(service, `SELECT 1 FROM accounts WHERE provider_account_id = ANY($1)`, [accountIds]),
+    ).toHaveLength(12);
+    expect(await rowsOf(service, `SELECT count(*)::int AS n FROM outbox`)).toEqual(outboxBefore);
+    expect(service.emulator.calls()).toEqual([]);
+  });
+
+  it('when an account does not exist or was already removed, then the same 404 as for someone else’s', async () => {
+    const user = uniqueUserId();
+    const { accountIds } = await connectInstitution(service, user);
+    await removeAccount(service, user, accountIds[0]!);
+
+    const again = await removeAccount(service, user, accountIds[0]!);
+    const unknown = await removeAccount(service, user, 'no-such-account');
+
+    expect(again.status).toBe(404);
+    expect(unknown.status).toBe(404);
+    expect(again.body.detail).toBe(unknown.body.detail);
+  });
+
+  it('when an institution is removed twice, then the second answer is 404', async () => {
+    const user = uniqueUserId();
+    const { accessToken } = await connectInstitution(service, user);
+    await removeInstitution(service, user, accessToken);
+
+    const again = await removeInstitution(service, user, accessToken);
+
+    expect(again.status).toBe(404);
+  });
+
+  it('when the access token is malformed, then 400 and nothing is looked up', async () => {
+    const response = await removeInstitution(
+      service,
+      uniqueUserId(),
+      'public-sandbox-11111111-2222-3333-4444-555555555555',
+    );
+
+    expect(response.status).toBe(400);
+    expect(response.body.errors).toEqual([expect.objectContaining({ field: 'access_token' })]);
+  });
+
+  it('when the Item is already gone at Plaid, then the removal still succeeds and the outbox counts it done', async () => {
+    const user = uniqueUserId();
+    const { accessToken } = await connectInstitution(service, user);
+    service.emulator.injectFault({
+      path: '/item/remove',
+      error: { error_type: 'ITEM_ERROR', error_code: 'ITEM_NOT_FOUND' },
+    });
+
+    const response = await removeInstitution(service, user, accessToken);
+
+    expect(response.body).toEqual({ success: true, accounts_removed: 12 });
+    expect(await rowsOf(service, `SELECT state FROM outbox ORDER BY id DESC LIMIT 1`)).toEqual([
+      { state: 'done' },
+    ]);
+  });
+
+  it('when two requests remove the last two accounts at once, then exactly one removes the institution, once at Plaid (30 rounds)', async () => {
+    // Holds each transaction between its delete and its count, so that two of them overlap there.
+    let widenRaceWindow = false;
+    const racing = await startService({
+      database: service.database,
+      hooks: {
+        afterAccountDeleted: () =>
+          widenRaceWindow ? new Promise((resolve) => setTimeout(resolve, 25)) : Promise.resolve(),
+      },
+    });
+    try {
+      for (let round = 0; round < 30; round += 1) {
+        const user = uniqueUserId('race');
+        const { accessToken, accountIds } = await connectInstitution(racing, user);
+        for (const accountId of accountIds.slice(2)) await removeAccount(racing, user, accountId);
+        racing.emulator.clearCalls();
+        widenRaceWindow = true;
+
+        const answers = await Promise.all(
+          accountIds.slice(0, 2).map((accountId) => removeAccount(racing, user, accountId)),
+        );
+        widenRaceWindow = false;
+
+        expect(answers.map((answer) => answer.status)).toEqual([200, 200]);
+        expect(answers.map((answer) => answer.body.institution_removed).sort()).toEqual([false, true]);
+        expect(
+          await rowsOf(racing, `SELECT 1 FROM institutions WHERE subscription_user_id = $1`, [user]),
+        ).toEqual([]);
+        expect(racing.emulator.calls('/item/remove')).toHaveLength(1);
+        expect(itemExists(racing, accessToken)).toBe(false);
+      }
+    } finally {
+      await racing.close();
+    }
+  });
+});
+
+describe('the removal outbox', () => {
+  let database: TestDatabase;
+  beforeAll(async () => {
+    database = await createTestDatabase();
+  });
+  afterAll(() => database.drop());
+
+  it('when Plaid is down at removal, then the caller still gets success and the worker finishes once Plaid is back, also after a restart', async () => {
+    const plaid = new PlaidEmulator({ credentials: { clientId: 'test-client', secret: PLAID_SECRET } });
+    await plaid.listen(0);
+    const first = await startService({ database, emulator: plaid });
+    const user = uniqueUserId();
+    const { accessToken } = await connectInstitution(first, user);
+    // Each outbox attempt is up to 3 provider attempts: two outbox attempts fail, the third (after the restart) succeeds.
+    plaid.injectFault({ path: '/item/remove', status: 500, count: 6 });
+
+    const response = await removeInstitution(first, user, accessToken);
+    await first.deps.pool.query(`UPDATE outbox SET next_attempt_at = now()`);
+    await first.deps.outbox.runOnce();
+    const afterOutage = await rowsOf(first, `SELECT state, attempts, last_error FROM outbox`);
+    const stillBilled = itemExists(first, accessToken);
+    await first.close();
+    const restarted = await startService({
+      database,
+      emulator: plaid,
+      env: {
+        TOKEN_ENCRYPTION_KEY: first.env.TOKEN_ENCRYPTION_KEY!,
+        TOKEN_HMAC_KEY: first.env.TOKEN_HMAC_KEY!,
+      },
+    });
+    try {
+      await restarted.deps.pool.query(`UPDATE outbox SET next_attempt_at = now()`);
+      await restarted.deps.outbox.runOnce();
+
+      expect(response.body).toEqual({ success: true, accounts_removed: 12 });
+      // Five failed calls in a row open the circuit breaker, so the second attempt ends without reaching Plaid.
+      expect(afterOutage).toEqual([{ state: 'pending', attempts: 2, last_error: 'PROVIDER_UNAVAILABLE' }]);
+      expect(stillBilled).toBe(true);
+      expect(await rowsOf(restarted, `SELECT state, attempts, access_token_ciphertext FROM outbox`)).toEqual([
+        { state: 'done', attempts: 3, access_token_ciphertext: null },
+      ]);
+      expect(itemExists(restarted, accessToken)).toBe(false);
+    } finally {
+      await restarted.close();
+      await plaid.close();
+    }
+  });
+
+  it('when removal keeps failing, then after the maximum attempts the row is dead and admin stats show it', async () => {
+    const service = await startService({ database, env: { OUTBOX_MAX_ATTEMPTS: '2' } });
+    try {
+      const user = uniqueUserId();
+      const { accessToken } = await connectInstitution(service, user);
+      service.emulator.injectFault({ path: '/item/remove', status: 500, count: 100 });
+      await removeInstitution(service, user, accessToken);
+      await service.deps.pool.query(`UPDATE outbox SET next_attempt_at = now() WHERE state = 'pending'`);
+
+      await service.deps.outbox.runOnce();
+      const stats = await service.http.get('/admin/stats').set(asAdmin);
+
+      expect(
+        await rowsOf(
+          service,
+          `SELECT state, attempts FROM outbox WHERE provider_item_id = (SELECT provider_item_id FROM outbox ORDER BY id DESC LIMIT 1)`,
+        ),
+      ).toEqual([{ state: 'dead', attempts: 2 }]);
+      expect(stats.body.provider_removals.dead).toBeGreaterThanOrEqual(1);
+    } finally {
+      await service.close();
+    }
+  });
+});

@@ -1,0 +1,192 @@
+import {
+  asAdmin,
+  asWebsite,
+  connectInstitution,
+  rowsOf,
+  startService,
+  uniqueUserId,
+  type ServiceContext,
+} from './support/service';
+
+interface Listed {
+  provider_account_id: string;
+  subscription_user_id: string;
+  app_name: string;
+  institution_id: string;
+  type: string;
+  created_at: string;
+}
+
+describe('GET /admin/accounts', () => {
+  let service: ServiceContext;
+  const users = { alice: uniqueUserId('alice'), bob: uniqueUserId('bob') };
+  let allIds: string[];
+
+  const list = (query: Record<string, string | number> = {}) =>
+    service.http.get('/admin/accounts').set(asAdmin).query(query);
+
+  beforeAll(async () => {
+    service = await startService();
+    await connectInstitution(service, users.alice, 'ins_109508');
+    await service.http
+      .post('/exchange-public-token')
+      .set(asWebsite)
+      .send({
+        public_token: service.emulator.createPublicToken('ins_109511'),
+        subscription_user_id: users.bob,
+        app_name: 'Savings, "Pro"',
+      });
+    const rows = await rowsOf(service, `SELECT provider_account_id FROM accounts ORDER BY id`);
+    allIds = rows.map((row) => row.provider_account_id as string);
+  });
+  afterAll(() => service.close());
+
+  it('when listed without parameters, then the first 100 accounts come back with their owners and no token', async () => {
+    const response = await list();
+
+    expect(response.status).toBe(200);
+    expect(response.body.next_cursor).toBeNull();
+    expect(response.body.accounts).toHaveLength(24);
+    expect(response.body.accounts[0]).toEqual({
+      provider_account_id: allIds[0],
+      subscription_user_id: users.alice,
+      app_name: 'Budget App',
+      institution_id: 'ins_109508',
+      institution_name: 'First Platypus Bank',
+      name: 'Plaid Checking',
+      mask: '0000',
+      type: 'depository',
+      subtype: 'checking',
+      created_at: expect.stringMatching(/^\d{4}-\d\d-\d\dT/),
+    });
+    expect(response.text).not.toMatch(/access-sandbox|access_token|ciphertext/);
+  });
+
+  it('when walked one account at a page while new accounts arrive, then every account is listed exactly once', async () => {
+    const seen: string[] = [];
+    let cursor: string | undefined;
+    let pages = 0;
+    let added: string[] = [];
+    do {
+      const response = await list({ limit: 1, ...(cursor ? { cursor } : {}) });
+      expect(response.status).toBe(200);
+      seen.push(...response.body.accounts.map((account: Listed) => account.provider_account_id));
+      cursor = response.body.next_cursor ?? undefined;
+      pages += 1;
+      if (pages === 5)
+        added = (await connectInstitution(service, uniqueUserId('late'), 'ins_109510')).accountIds;
+    } while (cursor);
+
+    expect(seen).toHaveLength(new Set(seen).size);
+    expect(seen).toEqual([...allIds, ...added]);
+    await service.deps.pool.query(`DELETE FROM institutions WHERE provider_institution_id = 'ins_109510'`);
+  });
+
+  it.each([
+    [
+      'subscription_user_id',
+      () => ({ subscription_user_id: users.bob }),
+      (a: Listed) => a.subscription_user_id === users.bob,
+      12,
+    ],
+    [
+      'institution_id',
+      () => ({ institution_id: 'ins_109508' }),
+      (a: Listed) => a.institution_id === 'ins_109508',
+      12,
+    ],
+    ['app_name', () => ({ app_name: 'Savings, "Pro"' }), (a: Listed) => a.app_name === 'Savings, "Pro"', 12],
+    ['type', () => ({ type: 'loan' }), (a: Listed) => a.type === 'loan', 4],
+  ])(
+    'when filtered by %s, then only matching accounts come back',
+    async (_name, query, matches, expected) => {
+      const response = await list(query());
+
+      expect(response.body.accounts).toHaveLength(expected);
+      expect(response.body.accounts.every(matches)).toBe(true);
+    },
+  );
+
+  it('when filtered by creation time, then the window is honoured at both ends', async () => {
+    const [earliest] = await rowsOf(service, `SELECT min(created_at) AS created_at FROM accounts`);
+    const boundary = new Date((earliest!.created_at as Date).getTime() + 1).toISOString();
+    await service.deps.pool.query(
+      `UPDATE accounts SET created_at = now() + interval '1 hour' WHERE institution_id IN
+         (SELECT id FROM institutions WHERE subscription_user_id = $1)`,
+      [users.bob],
+    );
+    const later = new Date(Date.now() + 30 * 60 * 1000).toISOString();
+
+    const before = await list({ created_before: later });
+    const after = await list({ created_after: later });
+    const none = await list({ created_before: boundary, created_after: later });
+
+    expect(before.body.accounts.every((a: Listed) => a.subscription_user_id === users.alice)).toBe(true);
+    expect(before.body.accounts).toHaveLength(12);
+    expect(after.body.accounts.every((a: Listed) => a.subscription_user_id === users.bob)).toBe(true);
+    expect(after.body.accounts).toHaveLength(12);
+    expect(none.body.accounts).toEqual([]);
+  });
+
+  it.each([
+    [{ limit: 1001 }, 'limit'],
+    [{ limit: 0 }, 'limit'],
+    [{ limit: 'ten' }, 'limit'],
+    [{ cursor: 'not-a-cursor' }, 'cursor'],
+    [{ created_after: 'yesterday' }, 'created_after'],
+    [{ colour: 'blue' }, 'colour'],
+  ])('when the query is %j, then 400 naming %s', async (query, field) => {
+    const response = await list(query as Record<string, string | number>);
+
+    expect(response.status).toBe(400);
+    expect(response.body.code).toBe('VALIDATION_FAILED');
+    expect(response.body.errors).toEqual([expect.objectContaining({ field })]);
+  });
+
+  it('when the limit is exactly 1000, then it is accepted', async () => {
+    expect((await list({ limit: 1000 })).status).toBe(200);
+  });
+
+  it('when NDJSON is asked for, then every matching account streams as one JSON object per line', async () => {
+    const response = await service.http
+      .get('/admin/accounts')
+      .set(asAdmin)
+      .set('Accept', 'application/x-ndjson')
+      .query({ institution_id: 'ins_109511' })
+      .buffer(true)
+      .parse((res, done) => {
+        let text = '';
+        res.on('data', (chunk: Buffer) => (text += chunk.toString()));
+        res.on('end', () => done(null, text));
+      });
+
+    expect(response.status).toBe(200);
+    expect(response.headers['content-type']).toMatch(/^application\/x-ndjson/);
+    const lines = (response.body as string)
+      .trimEnd()
+      .split('\n')
+      .map((line) => JSON.parse(line) as Listed);
+    expect(lines).toHaveLength(12);
+    expect(lines.every((account) => account.subscription_user_id === users.bob)).toBe(true);
+    expect(response.body).not.toMatch(/access-sandbox/);
+  });
+
+  it('when CSV is asked for, then a header row and one quoted row per account come back', async () => {
+    const response = await service.http
+      .get('/admin/accounts')
+      .set(asAdmin)
+      .set('Accept', 'text/csv')
+      .query({ subscription_user_id: users.bob });
+
+    expect(response.status).toBe(200);
+    expect(response.headers['content-type']).toMatch(/^text\/csv/);
+    const lines = response.text.trimEnd().split('\n');
+    expect(lines[0]).toBe(
+      'provider_account_id,subscription_user_id,app_name,institution_id,institution_name,name,mask,type,subtype,created_at',
+    );
+    expect(lines).toHaveLength(13);
+    expect(lines[1]).toContain(
+      `,${users.bob},"Savings, ""Pro""",ins_109511,Tartan Bank,Plaid Checking,0000,depository,checking,`,
+    );
+  });
+});

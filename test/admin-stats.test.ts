@@ -1,0 +1,128 @@
+import {
+  asAdmin,
+  asWebsite,
+  connectInstitution,
+  linkPublicToken,
+  startService,
+  uniqueUserId,
+  type ServiceContext,
+} from './support/service';
+
+describe('GET /admin/stats', () => {
+  let service: ServiceContext;
+  let stats: Record<string, any>;
+
+  beforeAll(async () => {
+    service = await startService();
+    const [ann, ben, cat] = [uniqueUserId('ann'), uniqueUserId('ben'), uniqueUserId('cat')];
+    const link = (user: string, app: string) =>
+      service.http
+        .post('/create-link-token')
+        .set(asWebsite)
+        .send({ subscription_user_id: user, app_name: app });
+    await link(ann, 'Budget');
+    await link(ann, 'Budget');
+    await link(ben, 'Savings');
+    const exchange = (user: string, app: string, institution: string) =>
+      service.http
+        .post('/exchange-public-token')
+        .set(asWebsite)
+        .send({
+          public_token: linkPublicToken(service, institution),
+          subscription_user_id: user,
+          app_name: app,
+        });
+    await exchange(ann, 'Budget', 'ins_109508');
+    await exchange(ann, 'Budget', 'ins_109509');
+    await exchange(ben, 'Savings', 'ins_109508');
+    await exchange(ann, 'Budget', 'ins_109508');
+    const catConnection = await connectInstitution(service, cat, 'ins_109510');
+    await service.http
+      .post('/remove-institution')
+      .set(asWebsite)
+      .send({ subscription_user_id: cat, access_token: catConnection.accessToken });
+    const [firstAccount] = (
+      await service.deps.pool.query(
+        `SELECT a.provider_account_id FROM accounts a JOIN institutions i ON i.id = a.institution_id
+        WHERE i.subscription_user_id = $1 AND a.type = 'loan' ORDER BY a.id LIMIT 1`,
+        [ben],
+      )
+    ).rows;
+    await service.http
+      .post('/remove-account')
+      .set(asWebsite)
+      .send({ subscription_user_id: ben, provider_account_id: firstAccount.provider_account_id });
+    service.emulator.injectFault({
+      path: '/link/token/create',
+      status: 400,
+      error: { error_type: 'INVALID_INPUT', error_code: 'INVALID_API_KEYS' },
+    });
+    await link(cat, 'Budget');
+    await service.deps.pool.query(
+      `INSERT INTO events (kind, occurred_at) VALUES
+         ('link_token_created', now() - interval '3 days'),
+         ('exchange_completed', now() - interval '20 days'),
+         ('exchange_completed', now() - interval '40 days')`,
+    );
+
+    const response = await service.http.get('/admin/stats').set(asAdmin);
+    expect(response.status).toBe(200);
+    stats = response.body;
+  });
+  afterAll(() => service.close());
+
+  it('when read, then active users, connections and accounts match the hand count', () => {
+    expect(stats).toMatchObject({ users: 2, institutions: 3, accounts: 35 });
+  });
+
+  it('when read, then the per-app breakdown matches', () => {
+    expect(stats.by_app_name).toEqual([
+      { app_name: 'Budget', users: 1, institutions: 2, accounts: 24 },
+      { app_name: 'Savings', users: 1, institutions: 1, accounts: 11 },
+    ]);
+  });
+
+  it('when read, then top institutions and account types match', () => {
+    expect(stats.top_institutions).toEqual([
+      {
+        institution_id: 'ins_109508',
+        institution_name: 'First Platypus Bank',
+        institutions: 2,
+        accounts: 23,
+      },
+      {
+        institution_id: 'ins_109509',
+        institution_name: 'First Gingham Credit Union',
+        institutions: 1,
+        accounts: 12,
+      },
+    ]);
+    expect(stats.by_account_type).toEqual(
+      expect.arrayContaining([
+        { type: 'credit', subtype: 'credit card', accounts: 6 },
+        { type: 'loan', subtype: 'student', accounts: 2 },
+        { type: 'depository', subtype: 'checking', accounts: 3 },
+      ]),
+    );
+    expect(
+      stats.by_account_type.reduce((sum: number, row: { accounts: number }) => sum + row.accounts, 0),
+    ).toBe(35);
+  });
+
+  it('when read, then activity is counted per window, with the window boundaries given', () => {
+    expect(stats.activity.last_24h).toEqual({
+      link_token_created: 3,
+      exchange_completed: 4,
+      duplicate_refused: 1,
+      account_removed: 1,
+      institution_removed: 1,
+      provider_error: 1,
+    });
+    expect(stats.activity.last_7d).toMatchObject({ link_token_created: 4, exchange_completed: 4 });
+    expect(stats.activity.last_30d).toMatchObject({ link_token_created: 4, exchange_completed: 5 });
+    const to = Date.parse(stats.activity.windows.last_7d.to);
+    expect(to - Date.parse(stats.activity.windows.last_7d.from)).toBe(7 * 24 * 3600 * 1000);
+    expect(stats.generated_at).toBe(stats.activity.windows.last_24h.to);
+    expect(stats.provider_removals).toEqual({ pending: 0, dead: 0 });
+  });
+});

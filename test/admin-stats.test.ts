@@ -1,3 +1,5 @@
+import type { z } from 'zod';
+import type { adminStatsResponse } from '../src/http/schemas';
 import {
   asAdmin,
   asWebsite,
@@ -10,7 +12,7 @@ import {
 
 describe('GET /admin/stats', () => {
   let service: ServiceContext;
-  let stats: Record<string, any>;
+  let stats: z.infer<typeof adminStatsResponse>;
 
   beforeAll(async () => {
     service = await startService();

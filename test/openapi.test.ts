@@ -37,9 +37,17 @@ function servedRoutes(app: Express): string[] {
 
 describe('GET /openapi.json', () => {
   let service: ServiceContext;
+  interface Content {
+    content: Record<string, { schema: { $ref: string } }>;
+  }
+  interface Operation {
+    requestBody: Content;
+    responses: Record<string, Content>;
+    parameters: { name: string }[];
+  }
   let document: {
     openapi: string;
-    paths: Record<string, Record<string, any>>;
+    paths: Record<string, Record<string, Operation>>;
     components: { schemas: Record<string, unknown> };
   };
   let ajv: Ajv2020;

@@ -35,16 +35,17 @@ function servedRoutes(app: Express): string[] {
   return routes.sort();
 }
 
+interface Content {
+  content: Record<string, { schema: { $ref: string } }>;
+}
+interface Operation {
+  requestBody: Content;
+  responses: Record<string, Content>;
+  parameters: { name: string }[];
+}
+
 describe('GET /openapi.json', () => {
   let service: ServiceContext;
-  interface Content {
-    content: Record<string, { schema: { $ref: string } }>;
-  }
-  interface Operation {
-    requestBody: Content;
-    responses: Record<string, Content>;
-    parameters: { name: string }[];
-  }
   let document: {
     openapi: string;
     paths: Record<string, Record<string, Operation>>;
@@ -56,14 +57,11 @@ describe('GET /openapi.json', () => {
     const check = ajv.getSchema(`doc#/components/schemas/${schemaName}`)!;
     return check(value) ? [] : check.errors;
   };
+  const refName = (content: Content | undefined) =>
+    content!.content['application/json']!.schema.$ref.split('/').pop()!;
   const responseSchemaName = (path: string, method: string) =>
-    (document.paths[path]![method].responses['200'].content['application/json'].schema.$ref as string)
-      .split('/')
-      .pop()!;
-  const requestSchemaName = (path: string) =>
-    (document.paths[path]!.post.requestBody.content['application/json'].schema.$ref as string)
-      .split('/')
-      .pop()!;
+    refName(document.paths[path]![method]!.responses['200']);
+  const requestSchemaName = (path: string) => refName(document.paths[path]!.post!.requestBody);
 
   beforeAll(async () => {
     service = await startService();
@@ -144,8 +142,8 @@ describe('GET /openapi.json', () => {
   );
 
   it('when the admin list parameters are read, then every query parameter the route accepts is documented', () => {
-    const parameters = document.paths['/admin/accounts']!.get.parameters.map(
-      (parameter: { name: string }) => parameter.name,
+    const parameters = document.paths['/admin/accounts']!.get!.parameters.map(
+      (parameter) => parameter.name,
     ).sort();
 
     expect(parameters).toEqual([

@@ -33,7 +33,7 @@ describe('migrations', () => {
     const first = await migrateDatabase(database.url, logger);
     const second = await migrateDatabase(database.url, logger);
 
-    expect(first).toEqual(['1763776800000_initial-schema']);
+    expect(first).toEqual(['1763776800000_initial-schema', '1763780400000_institution-account-count']);
     expect(second).toEqual([]);
     expect(await tablesOf(database.url)).toEqual([
       'accounts',
@@ -52,7 +52,7 @@ describe('migrations', () => {
       migrateDatabase(database.url, logger),
     ]);
 
-    expect(results.flat()).toEqual(['1763776800000_initial-schema']);
+    expect(results.flat()).toEqual(['1763776800000_initial-schema', '1763780400000_institution-account-count']);
   });
 
   it('when `npm run migrate` runs its compiled command against DATABASE_URL, then it migrates and exits 0', async () => {

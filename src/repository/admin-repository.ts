@@ -87,20 +87,21 @@ export interface StatsRows {
 }
 
 export async function readStats(pool: Pool, now: Date, topInstitutionLimit: number): Promise<StatsRows> {
-  const perInstitution = `SELECT institution_id, count(*)::int AS accounts FROM accounts GROUP BY institution_id`;
   const [totals, byApp, topInstitutions, byType, activity, outbox] = await Promise.all([
-    pool.query(`SELECT (SELECT count(DISTINCT subscription_user_id) FROM institutions)::int AS users,
-                       (SELECT count(*) FROM institutions)::int AS institutions,
-                       (SELECT count(*) FROM accounts)::int AS accounts`),
-    pool.query(`SELECT i.app_name, count(DISTINCT i.subscription_user_id)::int AS users,
-                       count(*)::int AS institutions, coalesce(sum(c.accounts), 0)::int AS accounts
-                  FROM institutions i LEFT JOIN (${perInstitution}) c ON c.institution_id = i.id
-                 GROUP BY i.app_name ORDER BY accounts DESC, i.app_name`),
+    // Distinct users are counted by grouping, not count(DISTINCT): it can use the index and a hash.
+    pool.query(`SELECT (SELECT count(*) FROM (SELECT subscription_user_id FROM institutions GROUP BY 1) u)::int AS users,
+                       count(*)::int AS institutions, coalesce(sum(account_count), 0)::int AS accounts
+                  FROM institutions`),
+    pool.query(`SELECT app_name, count(*)::int AS users, sum(institutions)::int AS institutions,
+                       sum(accounts)::int AS accounts
+                  FROM (SELECT app_name, subscription_user_id, count(*) AS institutions, sum(account_count) AS accounts
+                          FROM institutions GROUP BY app_name, subscription_user_id) per_user
+                 GROUP BY app_name ORDER BY accounts DESC, app_name`),
     pool.query(
-      `SELECT i.provider_institution_id AS institution_id, min(i.institution_name) AS institution_name,
-              count(*)::int AS institutions, coalesce(sum(c.accounts), 0)::int AS accounts
-         FROM institutions i LEFT JOIN (${perInstitution}) c ON c.institution_id = i.id
-        GROUP BY i.provider_institution_id ORDER BY institutions DESC, accounts DESC, institution_id LIMIT $1`,
+      `SELECT provider_institution_id AS institution_id, min(institution_name) AS institution_name,
+              count(*)::int AS institutions, sum(account_count)::int AS accounts
+         FROM institutions
+        GROUP BY provider_institution_id ORDER BY institutions DESC, accounts DESC, institution_id LIMIT $1`,
       [topInstitutionLimit],
     ),
     pool.query(`SELECT type, subtype, count(*)::int AS accounts FROM accounts

@@ -1,0 +1,191 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import http from 'node:http';
+import net from 'node:net';
+import path from 'node:path';
+import { parseArgs } from 'node:util';
+import autocannon from 'autocannon';
+import { Client, Pool } from 'pg';
+import { TokenVault } from '../crypto/token-vault';
+import { migrateDatabase } from '../db/migrate';
+import { createLogger } from '../logger';
+import { encodeCursor } from '../services/admin';
+import { findAnySubscriptionUser, findLastAccountId } from '../repository/seed-repository';
+import { seedDatabase } from './seed';
+
+/**
+ * `npm run benchmark -- --accounts 1000000`: seeds a fresh database on a real Postgres server, runs
+ * the service against it in a child process, and prints admin latencies and the export's memory.
+ * It prints figures; it asserts nothing (this machine is shared and noisy).
+ */
+
+const print = (line: string) => process.stdout.write(`${line}\n`);
+
+async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = net.createServer().once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as net.AddressInfo;
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+function rssMegabytes(pid: number): number {
+  const status = readFileSync(`/proc/${pid}/status`, 'utf8');
+  const kilobytes = Number(/VmRSS:\s+(\d+) kB/.exec(status)?.[1] ?? 0);
+  return kilobytes / 1024;
+}
+
+async function waitForHealth(url: string, child: ChildProcess): Promise<void> {
+  const deadline = Date.now() + 60_000;
+  while (Date.now() < deadline) {
+    if (child.exitCode !== null) throw new Error(`the service exited with ${child.exitCode}`);
+    const ok = await fetch(`${url}/healthz`).then(
+      (response) => response.ok,
+      () => false,
+    );
+    if (ok) return;
+    await new Promise((resolve) => setTimeout(resolve, 200));
+  }
+  throw new Error('the service did not become healthy within 60 s');
+}
+
+async function measure(title: string, url: string, secret: string, seconds: number): Promise<void> {
+  const result = await autocannon({
+    url,
+    connections: 4,
+    duration: seconds,
+    headers: { 'X-Internal-Secret': secret },
+  });
+  const failures = result.non2xx + result.errors + result.timeouts;
+  print(
+    `${title.padEnd(34)} p50 ${String(result.latency.p50).padStart(4)} ms  p97.5 ${String(result.latency.p97_5).padStart(4)} ms  ` +
+      `p99 ${String(result.latency.p99).padStart(4)} ms  ${result.requests.average.toFixed(0).padStart(5)} req/s` +
+      (failures > 0 ? `  (${failures} failed)` : ''),
+  );
+}
+
+async function exportWithMemory(url: string, secret: string, pid: number): Promise<void> {
+  const baseline = rssMegabytes(pid);
+  let peak = baseline;
+  const sampler = setInterval(() => {
+    peak = Math.max(peak, rssMegabytes(pid));
+  }, 20);
+  const started = Date.now();
+  const { lines, bytes } = await new Promise<{ lines: number; bytes: number }>((resolve, reject) => {
+    http
+      .get(url, { headers: { 'X-Internal-Secret': secret, Accept: 'application/x-ndjson' } }, (response) => {
+        let count = 0;
+        let size = 0;
+        response.on('data', (chunk: Buffer) => {
+          size += chunk.length;
+          for (const byte of chunk) if (byte === 10) count += 1;
+        });
+        response.on('end', () => resolve({ lines: count, bytes: size }));
+        response.on('error', reject);
+      })
+      .on('error', reject);
+  });
+  clearInterval(sampler);
+  const seconds = (Date.now() - started) / 1000;
+  print(
+    `NDJSON export of every account      ${lines.toLocaleString('en-US')} lines, ${(bytes / 1024 / 1024).toFixed(0)} MB ` +
+      `in ${seconds.toFixed(1)} s; service RSS ${baseline.toFixed(0)} MB before, ${peak.toFixed(0)} MB peak`,
+  );
+}
+
+async function run(): Promise<void> {
+  const { values } = parseArgs({
+    options: {
+      accounts: { type: 'string', default: '1000000' },
+      seconds: { type: 'string', default: '10' },
+      keep: { type: 'boolean' },
+    },
+  });
+  const accounts = Number(values.accounts);
+  const seconds = Number(values.seconds);
+  const serverUrl =
+    process.env.BENCH_DATABASE_URL ??
+    process.env.TEST_DATABASE_URL ??
+    'postgresql://postgres@127.0.0.1:5432/postgres';
+  const name = `acs_bench_${Date.now().toString(36)}`;
+  const databaseUrl = new URL(serverUrl);
+  databaseUrl.pathname = `/${name}`;
+  const admin = new Client({ connectionString: serverUrl });
+  await admin.connect();
+  await admin.query(`CREATE DATABASE "${name}"`);
+  print(`benchmark database ${name} on ${new URL(serverUrl).host}`);
+
+  const encryptionKey = randomBytes(32);
+  const hmacKey = randomBytes(32);
+  const internalSecret = randomBytes(24).toString('hex');
+  const adminSecret = randomBytes(24).toString('hex');
+  let child: ChildProcess | undefined;
+  try {
+    await migrateDatabase(databaseUrl.toString(), createLogger({ level: 'warn' }));
+    const pool = new Pool({ connectionString: databaseUrl.toString(), max: 2 });
+    await seedDatabase(pool, new TokenVault([encryptionKey], hmacKey), accounts);
+    const lastAccount = await findLastAccountId(pool);
+    const someUser = await findAnySubscriptionUser(pool);
+    await pool.end();
+
+    const port = await freePort();
+    child = spawn(process.execPath, [path.resolve(__dirname, '..', 'main.js')], {
+      stdio: 'ignore',
+      env: {
+        PATH: process.env.PATH,
+        NODE_ENV: 'development',
+        LOG_LEVEL: 'warn',
+        PORT: String(port),
+        PLAID_EMULATOR_PORT: '0',
+        DATABASE_URL: databaseUrl.toString(),
+        INTERNAL_SECRET: internalSecret,
+        ADMIN_SECRET: adminSecret,
+        TOKEN_ENCRYPTION_KEY: encryptionKey.toString('base64'),
+        TOKEN_HMAC_KEY: hmacKey.toString('base64'),
+        DATA_DIR: path.join('/tmp', name),
+      },
+    });
+    const url = `http://127.0.0.1:${port}`;
+    await waitForHealth(url, child);
+    const deepCursor = encodeCursor(String(Number(lastAccount) - 150));
+    print('');
+    print(
+      `admin endpoints at ${accounts.toLocaleString('en-US')} accounts (4 connections, ${seconds} s each):`,
+    );
+    await measure('first page (limit=100)', `${url}/admin/accounts?limit=100`, adminSecret, seconds);
+    await measure(
+      'deep page (limit=100, last ids)',
+      `${url}/admin/accounts?limit=100&cursor=${deepCursor}`,
+      adminSecret,
+      seconds,
+    );
+    await measure(
+      'filtered page (institution_id)',
+      `${url}/admin/accounts?limit=100&institution_id=ins_109511`,
+      adminSecret,
+      seconds,
+    );
+    await measure(
+      'filtered page (subscription_user_id)',
+      `${url}/admin/accounts?subscription_user_id=${encodeURIComponent(someUser)}`,
+      adminSecret,
+      seconds,
+    );
+    await measure('stats', `${url}/admin/stats`, adminSecret, seconds);
+    await exportWithMemory(`${url}/admin/accounts`, adminSecret, child.pid as number);
+  } finally {
+    child?.kill('SIGTERM');
+    if (child) await new Promise((resolve) => child?.once('exit', resolve));
+    if (values.keep) print(`kept database ${name}`);
+    else await admin.query(`DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`);
+    await admin.end();
+  }
+}
+
+run().catch((error: unknown) => {
+  process.stderr.write(`benchmark failed: ${error instanceof Error ? error.stack : String(error)}\n`);
+  process.exit(1);
+});

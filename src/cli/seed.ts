@@ -1,0 +1,175 @@
+import { randomBytes, randomUUID } from 'node:crypto';
+import path from 'node:path';
+import { parseArgs } from 'node:util';
+import dotenv from 'dotenv';
+import { Pool } from 'pg';
+import { loadConfig } from '../config';
+import { TokenVault } from '../crypto/token-vault';
+import { startEmbeddedPostgres, type EmbeddedDatabase } from '../db/embedded-postgres';
+import { migrateDatabase } from '../db/migrate';
+import { SANDBOX_INSTITUTIONS, USER_GOOD_ACCOUNTS } from '../emulator/sandbox-data';
+import { createLogger } from '../logger';
+import {
+  findLastInstitutionId,
+  insertSeedAccounts,
+  insertSeedEvents,
+  insertSeedInstitutions,
+  type SeedAccounts,
+  type SeedInstitutions,
+} from '../repository/seed-repository';
+
+const APP_NAMES = ['Budget App', 'Savings Coach', 'Rent Pay', 'Tax Helper'];
+const INSTITUTIONS_PER_BATCH = 2_000;
+const DAY_MS = 24 * 3600 * 1000;
+
+function print(line: string): void {
+  process.stdout.write(`${line}\n`);
+}
+
+/**
+ * Writes realistic connections for load and admin testing: users with one to three institutions,
+ * each with a random subset of the sandbox accounts, spread over the last year, plus their events.
+ * The access tokens are fake but encrypted with the configured keys, like real ones.
+ */
+export async function seedDatabase(
+  pool: Pool,
+  vault: TokenVault,
+  targetAccounts: number,
+  report: (line: string) => void = print,
+): Promise<{ accounts: number; institutions: number; seconds: number }> {
+  const started = Date.now();
+  const runTag = randomBytes(3).toString('hex');
+  const lastExisting = await findLastInstitutionId(pool);
+  let accounts = 0;
+  let institutions = 0;
+  let userNumber = 0;
+  let lastReport = 0;
+  while (accounts < targetAccounts) {
+    const batch: SeedInstitutions = {
+      users: [],
+      apps: [],
+      items: [],
+      institutionIds: [],
+      names: [],
+      ciphertexts: [],
+      fingerprints: [],
+      signatures: [],
+      createdAt: [],
+    };
+    const accountCounts: number[] = [];
+    while (batch.users.length < INSTITUTIONS_PER_BATCH && accounts < targetAccounts) {
+      userNumber += 1;
+      const user = `seed-${runTag}-${userNumber}`;
+      const connections = 1 + Math.floor(Math.random() * 3);
+      const picked = [...SANDBOX_INSTITUTIONS].sort(() => Math.random() - 0.5).slice(0, connections);
+      for (const institution of picked) {
+        if (accounts >= targetAccounts) break;
+        const itemId = randomBytes(28).toString('base64url').slice(0, 37);
+        const token = `access-sandbox-${randomUUID()}`;
+        const count = Math.min(
+          1 + Math.floor(Math.random() * USER_GOOD_ACCOUNTS.length),
+          targetAccounts - accounts,
+        );
+        batch.users.push(user);
+        batch.apps.push(APP_NAMES[userNumber % APP_NAMES.length] as string);
+        batch.items.push(itemId);
+        batch.institutionIds.push(institution.institutionId);
+        batch.names.push(institution.name);
+        batch.ciphertexts.push(vault.encrypt(token, itemId));
+        batch.fingerprints.push(vault.fingerprint(token));
+        batch.signatures.push(`${institution.institutionId}|seed-${itemId}`);
+        batch.createdAt.push(new Date(Date.now() - Math.random() * 365 * DAY_MS));
+        accountCounts.push(count);
+        accounts += count;
+        institutions += 1;
+      }
+    }
+    const inserted = await insertSeedInstitutions(pool, batch);
+    const account: SeedAccounts = {
+      institution: [],
+      providerId: [],
+      name: [],
+      officialName: [],
+      mask: [],
+      type: [],
+      subtype: [],
+      createdAt: [],
+    };
+    batch.items.forEach((itemId, index) => {
+      const row = inserted.get(itemId) as { id: string; created_at: Date };
+      const templates = USER_GOOD_ACCOUNTS.slice(0, accountCounts[index]);
+      for (const template of templates) {
+        account.institution.push(row.id);
+        account.providerId.push(randomBytes(28).toString('base64url').slice(0, 37));
+        account.name.push(template.name);
+        account.officialName.push(template.officialName);
+        account.mask.push(template.mask);
+        account.type.push(template.type);
+        account.subtype.push(template.subtype);
+        account.createdAt.push(row.created_at);
+      }
+    });
+    await insertSeedAccounts(pool, account);
+    if (Date.now() - lastReport > 2_000 || accounts >= targetAccounts) {
+      lastReport = Date.now();
+      const seconds = (Date.now() - started) / 1000;
+      report(
+        `seeded ${accounts.toLocaleString('en-US')} / ${targetAccounts.toLocaleString('en-US')} accounts ` +
+          `(${Math.floor((accounts / targetAccounts) * 100)}%) in ${seconds.toFixed(1)} s`,
+      );
+    }
+  }
+  report('writing the link-token and exchange events of the new connections…');
+  await insertSeedEvents(pool, lastExisting);
+  return { accounts, institutions, seconds: (Date.now() - started) / 1000 };
+}
+
+async function run(): Promise<void> {
+  dotenv.config({ quiet: true });
+  const { values } = parseArgs({ options: { accounts: { type: 'string', default: '10000' } } });
+  const target = Number(values.accounts);
+  if (!Number.isInteger(target) || target <= 0) {
+    process.stderr.write(
+      '--accounts must be a positive whole number, e.g. npm run seed -- --accounts 1000000\n',
+    );
+    process.exit(1);
+  }
+  const config = loadConfig(process.env);
+  if (config.nodeEnv === 'production') {
+    process.stderr.write('refusing to seed fake connections with NODE_ENV=production\n');
+    process.exit(1);
+  }
+  const logger = createLogger({ level: 'warn' });
+  let embedded: EmbeddedDatabase | undefined;
+  if (!config.databaseUrl) {
+    print(`no DATABASE_URL: seeding the embedded database in ${config.dataDir} (stop npm start first)`);
+    embedded = await startEmbeddedPostgres(
+      { databaseDir: path.join(config.dataDir, 'postgres'), persistent: true },
+      logger,
+    );
+  }
+  const databaseUrl = config.databaseUrl ?? (embedded as EmbeddedDatabase).connectionString;
+  await migrateDatabase(databaseUrl, logger);
+  const pool = new Pool({ connectionString: databaseUrl, max: 2 });
+  try {
+    const result = await seedDatabase(
+      pool,
+      new TokenVault(config.tokenEncryptionKeys, config.tokenHmacKey),
+      target,
+    );
+    print(
+      `done: ${result.accounts.toLocaleString('en-US')} accounts in ${result.institutions.toLocaleString('en-US')} ` +
+        `connections, ${result.seconds.toFixed(1)} s`,
+    );
+  } finally {
+    await pool.end();
+    await embedded?.stop();
+  }
+}
+
+if (require.main === module) {
+  run().catch((error: unknown) => {
+    process.stderr.write(`seeding failed: ${error instanceof Error ? error.message : String(error)}\n`);
+    process.exit(1);
+  });
+}

@@ -53,7 +53,10 @@ const ERROR_FIELDS = [
  * (PLAID-SECRET) and body (tokens), and a pg error's `detail` can carry key values.
  */
 export function serializeError(error: unknown): Record<string, unknown> {
-  if (!(error instanceof Error)) return { message: scrub(String(error)) };
+  if (!(error instanceof Error)) {
+    const message = (error as { message?: unknown } | null)?.message;
+    return { message: scrub(typeof message === 'string' ? message : String(error)) };
+  }
   const source = error as unknown as Record<string, unknown>;
   const out: Record<string, unknown> = {};
   for (const field of ERROR_FIELDS) {

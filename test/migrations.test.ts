@@ -52,7 +52,10 @@ describe('migrations', () => {
       migrateDatabase(database.url, logger),
     ]);
 
-    expect(results.flat()).toEqual(['1763776800000_initial-schema', '1763780400000_institution-account-count']);
+    expect(results.flat()).toEqual([
+      '1763776800000_initial-schema',
+      '1763780400000_institution-account-count',
+    ]);
   });
 
   it('when `npm run migrate` runs its compiled command against DATABASE_URL, then it migrates and exits 0', async () => {

@@ -1,11 +1,18 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync } from 'node:fs';
+import { chmodSync, mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { createTestDatabase, type TestDatabase } from './support/database';
 
 const MAIN = path.resolve(__dirname, '..', 'dist', 'main.js');
+
+/** mkdtemp makes 0700 folders; as root, the embedded server's OS user must be able to enter it. */
+function reachableTempDir(): string {
+  const dir = mkdtempSync(path.join(tmpdir(), 'acs-shutdown-'));
+  chmodSync(dir, 0o711);
+  return dir;
+}
 
 interface Started {
   child: ChildProcess;
@@ -51,41 +58,48 @@ describe('graceful shutdown', () => {
   });
   afterAll(() => database.drop());
 
-  it('when SIGTERM arrives with a request in flight, then the request completes, new ones are refused, and it exits 0', async () => {
-    const secret = randomBytes(16).toString('hex');
-    const started = await startMain({
-      NODE_ENV: 'development',
-      PORT: '0',
-      PLAID_EMULATOR_PORT: '0',
-      DATABASE_URL: database.url,
-      INTERNAL_SECRET: secret,
-      DATA_DIR: mkdtempSync(path.join(tmpdir(), 'acs-shutdown-')),
-    });
-    await fetch(`${started.emulatorUrl}/__emulator/faults`, {
-      method: 'POST',
-      body: JSON.stringify({ path: '/link/token/create', delay_ms: 1500 }),
-    });
+  it.each([
+    ['a Postgres server', true],
+    ['the embedded Postgres', false],
+  ])(
+    'when SIGTERM arrives with a request in flight on %s, then the request completes, new ones are refused, and it exits 0',
+    async (_label, useServer) => {
+      const secret = randomBytes(16).toString('hex');
+      const started = await startMain({
+        NODE_ENV: 'development',
+        PORT: '0',
+        PLAID_EMULATOR_PORT: '0',
+        ...(useServer ? { DATABASE_URL: database.url } : {}),
+        INTERNAL_SECRET: secret,
+        DATA_DIR: reachableTempDir(),
+      });
+      await fetch(`${started.emulatorUrl}/__emulator/faults`, {
+        method: 'POST',
+        body: JSON.stringify({ path: '/link/token/create', delay_ms: 1500 }),
+      });
+      // The request also writes an event after Plaid answers: the database must outlive it.
 
-    const inFlight = fetch(`${started.serviceUrl}/create-link-token`, {
-      method: 'POST',
-      headers: { 'Content-Type': 'application/json', 'X-Internal-Secret': secret },
-      body: JSON.stringify({ subscription_user_id: 'user-1', app_name: 'Budget App' }),
-    });
-    await new Promise((resolve) => setTimeout(resolve, 400));
-    started.child.kill('SIGTERM');
-    await new Promise((resolve) => setTimeout(resolve, 200));
-    const late = await fetch(`${started.serviceUrl}/healthz`).then(
-      (response) => response.status,
-      () => 'refused',
-    );
-    const response = await inFlight;
-    const exitCode = await started.exited;
+      const inFlight = fetch(`${started.serviceUrl}/create-link-token`, {
+        method: 'POST',
+        headers: { 'Content-Type': 'application/json', 'X-Internal-Secret': secret },
+        body: JSON.stringify({ subscription_user_id: 'user-1', app_name: 'Budget App' }),
+      });
+      await new Promise((resolve) => setTimeout(resolve, 400));
+      started.child.kill('SIGTERM');
+      await new Promise((resolve) => setTimeout(resolve, 200));
+      const late = await fetch(`${started.serviceUrl}/healthz`).then(
+        (response) => response.status,
+        () => 'refused',
+      );
+      const response = await inFlight;
+      const exitCode = await started.exited;
 
-    expect(response.status).toBe(200);
-    expect(((await response.json()) as { link_token: string }).link_token).toMatch(/^link-sandbox-/);
-    expect(late).toBe('refused');
-    expect(exitCode).toBe(0);
-    const messages = started.output.map((line) => line.slice(0, 200)).join('\n');
-    expect(messages).toMatch(/shutting down[\s\S]*stopped/);
-  });
+      expect(response.status).toBe(200);
+      expect(((await response.json()) as { link_token: string }).link_token).toMatch(/^link-sandbox-/);
+      expect(late).toBe('refused');
+      expect(exitCode).toBe(0);
+      const messages = started.output.map((line) => line.slice(0, 200)).join('\n');
+      expect(messages).toMatch(/shutting down[\s\S]*stopped/);
+    },
+  );
 });

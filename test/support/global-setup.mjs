@@ -2,7 +2,7 @@
 // every test file clones. TEST_DB=embedded forces the embedded server; TEST_DATABASE_URL names a server;
 // otherwise a local server on 127.0.0.1:5432 is used when it answers, else the embedded one.
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync } from 'node:fs';
+import { chmodSync, mkdtempSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -34,7 +34,10 @@ export default async function globalSetup() {
   if (!serverUrl) {
     if (mode === 'server') throw new Error('TEST_DB=server but no Postgres server answers');
     const { startEmbeddedPostgres } = require('../../dist/db/embedded-postgres.js');
-    const databaseDir = path.join(mkdtempSync(path.join(tmpdir(), 'acs-test-')), 'pg');
+    const parent = mkdtempSync(path.join(tmpdir(), 'acs-test-'));
+    // As root the server runs as the OS user postgres, which must be able to enter this folder.
+    chmodSync(parent, 0o711);
+    const databaseDir = path.join(parent, 'pg');
     globalThis.__embeddedPostgres = await startEmbeddedPostgres({ databaseDir, persistent: false }, logger);
     serverUrl = globalThis.__embeddedPostgres.connectionString;
   }

@@ -122,7 +122,8 @@ async function start(
   let plaid = { clientId: config.plaid.clientId, secret: config.plaid.secret, baseUrl: config.plaid.baseUrl };
   if (!plaid.clientId) {
     // loadConfig refuses production without credentials, so the emulator never runs there.
-    running.emulator = new PlaidEmulator({ credentials: EMULATOR_CREDENTIALS });
+    // Accepts any credentials, so the website team can call its sandbox endpoints with any pair.
+    running.emulator = new PlaidEmulator();
     const url = await running.emulator.listen(config.plaid.emulatorPort);
     plaid = { ...EMULATOR_CREDENTIALS, baseUrl: url };
     logger.info({ url }, `no PLAID_CLIENT_ID: using the built-in Plaid emulator at ${url}`);

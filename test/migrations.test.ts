@@ -33,7 +33,11 @@ describe('migrations', () => {
     const first = await migrateDatabase(database.url, logger);
     const second = await migrateDatabase(database.url, logger);
 
-    expect(first).toEqual(['1763776800000_initial-schema', '1763780400000_institution-account-count']);
+    expect(first).toEqual([
+      '1763776800000_initial-schema',
+      '1763780400000_institution-account-count',
+      '1763784000000_accounts-type-index',
+    ]);
     expect(second).toEqual([]);
     expect(await tablesOf(database.url)).toEqual([
       'accounts',
@@ -52,9 +56,10 @@ describe('migrations', () => {
       migrateDatabase(database.url, logger),
     ]);
 
-    expect(results.flat()).toEqual([
+    expect(results.flat().sort()).toEqual([
       '1763776800000_initial-schema',
       '1763780400000_institution-account-count',
+      '1763784000000_accounts-type-index',
     ]);
   });
 

@@ -158,9 +158,7 @@ async function run(): Promise<void> {
     await waitForHealth(url, child);
     const deepCursor = encodeCursor(String(Number(lastAccount) - 150));
     print('');
-    print(
-      `admin endpoints at ${accounts.toLocaleString('en-US')} accounts (4 connections, ${seconds} s each):`,
-    );
+    print(`admin endpoints at ${accounts.toLocaleString('en-US')} accounts (${seconds} s each):`);
     await measure(
       'first page (limit=100), 4 connections',
       `${url}/admin/accounts?limit=100`,

@@ -39,6 +39,7 @@ export default async function globalSetup() {
     chmodSync(parent, 0o711);
     const databaseDir = path.join(parent, 'pg');
     globalThis.__embeddedPostgres = await startEmbeddedPostgres({ databaseDir, persistent: false }, logger);
+    globalThis.__embeddedPostgresParent = parent;
     serverUrl = globalThis.__embeddedPostgres.connectionString;
   }
   const runId = `acs_test_${Date.now().toString(36)}_${randomBytes(3).toString('hex')}`;

@@ -1,3 +1,4 @@
+import { rmSync } from 'node:fs';
 import pg from 'pg';
 
 /** Drops only the databases this run created (all named after its run id). */
@@ -14,4 +15,6 @@ export default async function globalTeardown() {
     await admin.end();
   }
   await globalThis.__embeddedPostgres?.stop();
+  if (globalThis.__embeddedPostgresParent)
+    rmSync(globalThis.__embeddedPostgresParent, { recursive: true, force: true });
 }

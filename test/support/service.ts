@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { Writable } from 'node:stream';
@@ -108,6 +108,7 @@ export async function startService(options: ServiceOptions = {}): Promise<Servic
       await deps.pool.end();
       if (!options.emulator) await emulator.close();
       if (!options.database) await database.drop();
+      rmSync(env.DATA_DIR!, { recursive: true, force: true });
     },
   };
 }

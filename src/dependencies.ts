@@ -30,6 +30,7 @@ export interface DependencyOverrides {
   >;
   hooks?: ConnectionHooks;
   poolMax?: number;
+  removalWaitMs?: number;
 }
 
 /** The one place that builds the real dependencies from configuration. */
@@ -64,6 +65,7 @@ export function buildDependencies(
     rateLimits,
     logger: logger.child({ component: 'connections' }),
     hooks: overrides.hooks,
+    removalWaitMs: overrides.removalWaitMs,
   });
   return { pool, provider, vault, outbox, rateLimits, connections, admin: new AdminService(pool) };
 }

@@ -28,7 +28,7 @@ const itemExists = (service: ServiceContext, accessToken: string) =>
 describe('removing accounts and institutions', () => {
   let service: ServiceContext;
   beforeAll(async () => {
-    service = await startService();
+    service = await startService({ removalWaitMs: 300 });
   });
   beforeEach(() => {
     service.emulator.clearFaults();
@@ -169,6 +169,25 @@ describe('removing accounts and institutions', () => {
     expect(await rowsOf(service, `SELECT state FROM outbox ORDER BY id DESC LIMIT 1`)).toEqual([
       { state: 'done' },
     ]);
+  });
+
+  it('when Plaid is slow to remove the Item, then the answer does not wait for it and the removal still completes', async () => {
+    const user = uniqueUserId();
+    const { accessToken } = await connectInstitution(service, user);
+    service.emulator.injectFault({ path: '/item/remove', delay_ms: 1_500 });
+    const started = Date.now();
+
+    const response = await removeInstitution(service, user, accessToken);
+    const answeredAfter = Date.now() - started;
+    const goneAtPlaidWhenAnswered = !itemExists(service, accessToken);
+    while (itemExists(service, accessToken) && Date.now() - started < 10_000) {
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+
+    expect(response.body).toEqual({ success: true, accounts_removed: 12 });
+    expect(answeredAfter).toBeLessThan(1_500);
+    expect(goneAtPlaidWhenAnswered).toBe(false);
+    expect(itemExists(service, accessToken)).toBe(false);
   });
 
   it('when two requests remove the last two accounts at once, then exactly one removes the institution, once at Plaid (30 rounds)', async () => {

@@ -67,7 +67,7 @@ async function measure(
   });
   const failures = result.non2xx + result.errors + result.timeouts;
   print(
-    `${title.padEnd(40)} p50 ${String(result.latency.p50).padStart(4)} ms  p97.5 ${String(result.latency.p97_5).padStart(4)} ms  ` +
+    `${title.padEnd(38)} ${String(connections)} conn  p50 ${String(result.latency.p50).padStart(4)} ms  p97.5 ${String(result.latency.p97_5).padStart(4)} ms  ` +
       `p99 ${String(result.latency.p99).padStart(4)} ms  ${result.requests.average.toFixed(0).padStart(5)} req/s` +
       (failures > 0 ? `  (${failures} failed)` : ''),
   );
@@ -159,12 +159,7 @@ async function run(): Promise<void> {
     const deepCursor = encodeCursor(String(Number(lastAccount) - 150));
     print('');
     print(`admin endpoints at ${accounts.toLocaleString('en-US')} accounts (${seconds} s each):`);
-    await measure(
-      'first page (limit=100), 4 connections',
-      `${url}/admin/accounts?limit=100`,
-      adminSecret,
-      seconds,
-    );
+    await measure('first page (limit=100)', `${url}/admin/accounts?limit=100`, adminSecret, seconds);
     await measure(
       'deep page (limit=100, last ids)',
       `${url}/admin/accounts?limit=100&cursor=${deepCursor}`,
@@ -172,19 +167,19 @@ async function run(): Promise<void> {
       seconds,
     );
     await measure(
-      'filtered page (institution_id)',
+      'page filtered by institution_id',
       `${url}/admin/accounts?limit=100&institution_id=ins_109511`,
       adminSecret,
       seconds,
     );
     await measure(
-      'filtered page (subscription_user_id)',
+      'page filtered by subscription_user_id',
       `${url}/admin/accounts?subscription_user_id=${encodeURIComponent(someUser)}`,
       adminSecret,
       seconds,
     );
-    await measure('stats, 1 connection', `${url}/admin/stats`, adminSecret, seconds, 1);
-    await measure('stats, 4 connections', `${url}/admin/stats`, adminSecret, seconds);
+    await measure('stats', `${url}/admin/stats`, adminSecret, seconds, 1);
+    await measure('stats', `${url}/admin/stats`, adminSecret, seconds);
     await exportWithMemory(`${url}/admin/accounts`, adminSecret, child.pid as number);
   } finally {
     child?.kill('SIGTERM');

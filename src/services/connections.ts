@@ -62,6 +62,8 @@ export interface ConnectionServiceDeps {
   hooks?: ConnectionHooks;
   /** How long a request waits for a concurrent exchange of the same public token. */
   concurrentExchangeWaitMs?: number;
+  /** How long a removal's answer waits for the provider-side removal before leaving it to the worker. */
+  removalWaitMs?: number;
 }
 
 const CLAIM_STALE_AFTER_SECONDS = 60;
@@ -144,12 +146,13 @@ export class ConnectionService {
       }
       if (existing?.state === 'completed') return this.replayExchange(existing);
       if (existing?.state === 'abandoned') throw this.abandonedExchangeError(existing);
+      if (!existing && !limited) {
+        // Only a token never seen counts: replays, and requests waiting on a concurrent one, are free.
+        await this.deps.rateLimits.consume('exchange', input.subscriptionUserId);
+        limited = true;
+        if (input.metadata) await this.refuseDuplicateFromMetadata(input, input.metadata);
+      }
       if (!existing || existing.state === 'claimed') {
-        if (!limited) {
-          await this.deps.rateLimits.consume('exchange', input.subscriptionUserId);
-          limited = true;
-        }
-        if (!existing && input.metadata) await this.refuseDuplicateFromMetadata(input, input.metadata);
         const claimed = await claimExchange(pool, {
           fingerprint,
           subscriptionUserId: input.subscriptionUserId,
@@ -441,11 +444,7 @@ export class ConnectionService {
 
   /** The removal committed locally; one attempt at the provider now, the worker retries the rest. */
   private async deliverRemoval(outboxId: string): Promise<void> {
-    await this.deps.outbox
-      .deliverNow(outboxId)
-      .catch((error: unknown) =>
-        this.deps.logger.warn({ err: error, outboxId }, 'immediate Item removal failed'),
-      );
+    await this.deps.outbox.deliverSoon(outboxId, this.deps.removalWaitMs ?? 2_000);
   }
 
   private async callProvider<T>(

@@ -37,6 +37,7 @@ export function retryDelaySeconds(attempts: number): number {
 export class OutboxProcessor {
   private timer: NodeJS.Timeout | undefined;
   private running: Promise<void> | undefined;
+  private readonly immediate = new Set<Promise<unknown>>();
   private stopped = true;
 
   constructor(
@@ -47,7 +48,21 @@ export class OutboxProcessor {
     private readonly settings: OutboxSettings,
   ) {}
 
-  /** Attempts one row right away (after its commit); failures are left to the background loop. */
+  /**
+   * Attempts one row right away (after its commit) and waits for it at most `waitMs`: a slow provider
+   * must not hold the caller, whose removal has already committed. Failures are left to the loop.
+   */
+  async deliverSoon(outboxId: string, waitMs: number): Promise<void> {
+    const attempt = this.deliverNow(outboxId).catch((error: unknown) =>
+      this.logger.warn({ err: error, outboxId }, 'immediate Item removal failed'),
+    );
+    this.immediate.add(attempt);
+    void attempt.finally(() => this.immediate.delete(attempt));
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([attempt, new Promise((resolve) => (timer = setTimeout(resolve, waitMs)))]);
+    clearTimeout(timer);
+  }
+
   async deliverNow(outboxId: string): Promise<boolean> {
     const rows = await leaseDueRemovals(this.pool, {
       limit: 1,
@@ -90,10 +105,11 @@ export class OutboxProcessor {
     tick();
   }
 
+  /** Stops the loop and waits for every attempt under way, so none is cut off mid-call. */
   async stop(): Promise<void> {
     this.stopped = true;
     if (this.timer) clearTimeout(this.timer);
-    await this.running;
+    await Promise.all([this.running, ...this.immediate]);
   }
 
   private async attempt(row: OutboxRow): Promise<boolean> {

@@ -57,6 +57,7 @@ export interface ServiceOptions {
   hooks?: DependencyOverrides['hooks'];
   providerTuning?: DependencyOverrides['providerTuning'];
   poolMax?: number;
+  removalWaitMs?: number;
   /** Reuse a database and a "Plaid" (a restart of the service); they are then left to their owner. */
   database?: TestDatabase;
   emulator?: PlaidEmulator;
@@ -86,6 +87,7 @@ export async function startService(options: ServiceOptions = {}): Promise<Servic
     providerTuning: { retryBaseDelayMs: 10, retryMaxDelayMs: 50, ...options.providerTuning },
     hooks: options.hooks,
     poolMax: options.poolMax,
+    removalWaitMs: options.removalWaitMs,
   });
   const app = createApp({
     logger,

@@ -1,3 +1,4 @@
+import type { AppDependencies } from './app';
 import type { Config } from './config';
 import { TokenVault } from './crypto/token-vault';
 import { createPool, type Pool } from './db/pool';
@@ -68,4 +69,15 @@ export function buildDependencies(
     removalWaitMs: overrides.removalWaitMs,
   });
   return { pool, provider, vault, outbox, rateLimits, connections, admin: new AdminService(pool) };
+}
+
+/** What the HTTP app needs of the dependencies, the same for the service and its tests. */
+export function toAppDependencies(config: Config, logger: Logger, deps: Dependencies): AppDependencies {
+  return {
+    logger,
+    pool: deps.pool,
+    secrets: { internal: config.internalSecrets, admin: config.adminSecrets },
+    connections: deps.connections,
+    admin: deps.admin,
+  };
 }

@@ -3,7 +3,7 @@ import path from 'node:path';
 import dotenv from 'dotenv';
 import { createApp } from './app';
 import { ConfigError, loadConfig, type Config } from './config';
-import { buildDependencies, type Dependencies } from './dependencies';
+import { buildDependencies, toAppDependencies, type Dependencies } from './dependencies';
 import { startEmbeddedPostgres, type EmbeddedDatabase } from './db/embedded-postgres';
 import { migrateDatabase } from './db/migrate';
 import { PlaidEmulator } from './emulator/plaid-emulator';
@@ -134,14 +134,7 @@ async function start(
     plaid: { clientId: plaid.clientId as string, secret: plaid.secret as string, baseUrl: plaid.baseUrl },
   });
   running.deps = deps;
-  const app = createApp({
-    logger,
-    pool: deps.pool,
-    secrets: { internal: config.internalSecrets, admin: config.adminSecrets },
-    connections: deps.connections,
-    admin: deps.admin,
-    isShuttingDown,
-  });
+  const app = createApp({ ...toAppDependencies(config, logger, deps), isShuttingDown });
   const server = app.listen(config.port);
   running.server = server;
   await new Promise<void>((resolve, reject) => {

@@ -17,6 +17,13 @@ const exchange = (service: ServiceContext, body: Record<string, unknown>) =>
     .set(asWebsite)
     .send({ app_name: 'Budget App', ...body });
 
+const duplicateRefusals = (service: ServiceContext, user: string) =>
+  rowsOf(
+    service,
+    `SELECT detail->>'before_exchange' AS before FROM events WHERE subscription_user_id = $1 AND kind = 'duplicate_refused'`,
+    [user],
+  );
+
 const FIRST_PLATYPUS_METADATA = {
   institution: { institution_id: 'ins_109508', name: 'First Platypus Bank' },
   accounts: [
@@ -171,13 +178,7 @@ describe('POST /exchange-public-token', () => {
         `SELECT state, reason FROM outbox WHERE reason = 'duplicate_refused' AND state = 'done'`,
       ),
     ).not.toHaveLength(0);
-    expect(
-      await rowsOf(
-        service,
-        `SELECT detail->>'before_exchange' AS before FROM events WHERE subscription_user_id = $1 AND kind = 'duplicate_refused'`,
-        [user],
-      ),
-    ).toEqual([{ before: 'false' }]);
+    expect(await duplicateRefusals(service, user)).toEqual([{ before: 'false' }]);
 
     const replay = await exchange(service, { public_token: secondToken, subscription_user_id: user });
     expect(replay.status).toBe(409);
@@ -200,13 +201,7 @@ describe('POST /exchange-public-token', () => {
     expect(response.body.code).toBe('DUPLICATE_INSTITUTION');
     expect(service.emulator.calls()).toEqual([]);
     expect(service.emulator.items()).toHaveLength(itemsBefore);
-    expect(
-      await rowsOf(
-        service,
-        `SELECT detail->>'before_exchange' AS before FROM events WHERE subscription_user_id = $1 AND kind = 'duplicate_refused'`,
-        [user],
-      ),
-    ).toEqual([{ before: 'true' }]);
+    expect(await duplicateRefusals(service, user)).toEqual([{ before: 'true' }]);
   });
 
   it('when metadata names the same institution but other accounts, or another user has it, then it is not a duplicate', async () => {

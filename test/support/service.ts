@@ -7,7 +7,12 @@ import type { Express } from 'express';
 import request from 'supertest';
 import { createApp } from '../../src/app';
 import { loadConfig, type Config } from '../../src/config';
-import { buildDependencies, type Dependencies, type DependencyOverrides } from '../../src/dependencies';
+import {
+  buildDependencies,
+  toAppDependencies,
+  type Dependencies,
+  type DependencyOverrides,
+} from '../../src/dependencies';
 import { PlaidEmulator } from '../../src/emulator/plaid-emulator';
 import { createLogger } from '../../src/logger';
 import { createTestDatabase, type TestDatabase } from './database';
@@ -89,13 +94,7 @@ export async function startService(options: ServiceOptions = {}): Promise<Servic
     poolMax: options.poolMax,
     removalWaitMs: options.removalWaitMs,
   });
-  const app = createApp({
-    logger,
-    pool: deps.pool,
-    secrets: { internal: config.internalSecrets, admin: config.adminSecrets },
-    connections: deps.connections,
-    admin: deps.admin,
-  });
+  const app = createApp(toAppDependencies(config, logger, deps));
   return {
     app,
     http: request(app),

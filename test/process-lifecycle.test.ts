@@ -103,3 +103,28 @@ describe('graceful shutdown', () => {
     },
   );
 });
+
+describe('start-up', () => {
+  it('when NODE_ENV=production and secrets are missing, then it refuses to start, naming each, and exits 1', async () => {
+    const child = spawn(process.execPath, [MAIN], {
+      env: { PATH: process.env.PATH ?? '', NODE_ENV: 'production', DATA_DIR: reachableTempDir() },
+    });
+    let stderr = '';
+    child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+
+    const exitCode = await new Promise<number | null>((resolve) => child.on('exit', resolve));
+
+    expect(exitCode).toBe(1);
+    expect(stderr).toMatch(/^Invalid configuration:/);
+    for (const name of [
+      'INTERNAL_SECRET',
+      'ADMIN_SECRET',
+      'TOKEN_ENCRYPTION_KEY',
+      'TOKEN_HMAC_KEY',
+      'DATABASE_URL',
+      'PLAID_CLIENT_ID',
+    ]) {
+      expect(stderr).toContain(`${name}: is required when NODE_ENV=production`);
+    }
+  });
+});

@@ -97,7 +97,7 @@ async function exportWithMemory(url: string, secret: string, pid: number): Promi
   clearInterval(sampler);
   const seconds = (Date.now() - started) / 1000;
   print(
-    `${'NDJSON export of every account'.padEnd(40)} ${lines.toLocaleString('en-US')} lines, ${(bytes / 1024 / 1024).toFixed(0)} MB ` +
+    `${'NDJSON export of every account'.padEnd(38)} ${lines.toLocaleString('en-US')} lines, ${(bytes / 1024 / 1024).toFixed(0)} MB ` +
       `in ${seconds.toFixed(1)} s; service RSS ${baseline.toFixed(0)} MB before, ${peak.toFixed(0)} MB peak`,
   );
 }

@@ -63,7 +63,7 @@ export class OutboxProcessor {
     clearTimeout(timer);
   }
 
-  async deliverNow(outboxId: string): Promise<boolean> {
+  private async deliverNow(outboxId: string): Promise<boolean> {
     const rows = await leaseDueRemovals(this.pool, {
       limit: 1,
       leaseSeconds: this.settings.leaseSeconds ?? 60,

@@ -4,7 +4,7 @@ FROM node:20.20-bookworm-slim AS build
 WORKDIR /app
 COPY package.json package-lock.json ./
 RUN npm ci --no-audit --no-fund
-COPY tsconfig.json .swcrc ./
+COPY tsconfig.json tsconfig.build.json ./
 COPY src ./src
 RUN npm run typecheck && npm run build && npm prune --omit=dev
 

@@ -3,9 +3,10 @@ import path from 'node:path';
 import Ajv, { type ValidateFunction } from 'ajv';
 import addFormats from 'ajv-formats';
 import { isAxiosError } from 'axios';
-import { Configuration, CountryCode, PlaidApi, Products } from 'plaid';
+import { CountryCode, Products, type PlaidApi } from 'plaid';
 import { parse } from 'yaml';
 import { PlaidEmulator } from '../src/emulator/plaid-emulator';
+import { plaidClient } from './support/plaid-client';
 
 const SPEC_PATH = path.resolve(__dirname, '..', '..', 'shared', 'vendor', 'plaid-openapi', '2020-09-14.yml');
 const ENDPOINTS = [
@@ -108,12 +109,7 @@ describeWithSpec(`the emulator against Plaid's OpenAPI document (${path.basename
     addFormats(ajv);
     ajv.addSchema(toJsonSchema(spec) as object, 'plaid');
     emulator = new PlaidEmulator();
-    plaid = new PlaidApi(
-      new Configuration({
-        basePath: await emulator.listen(0),
-        baseOptions: { headers: { 'PLAID-CLIENT-ID': 'c', 'PLAID-SECRET': 's' }, proxy: false },
-      }),
-    );
+    plaid = plaidClient(await emulator.listen(0), { clientId: 'c', secret: 's' });
 
     const sandboxRequest = {
       institution_id: 'ins_109508',

@@ -1,18 +1,7 @@
 import { isAxiosError } from 'axios';
-import { Configuration, CountryCode, PlaidApi, Products } from 'plaid';
+import { CountryCode, Products, type PlaidApi } from 'plaid';
 import { PlaidEmulator } from '../src/emulator/plaid-emulator';
-
-function clientFor(url: string, credentials = { clientId: 'client', secret: 'secret' }): PlaidApi {
-  return new PlaidApi(
-    new Configuration({
-      basePath: url,
-      baseOptions: {
-        headers: { 'PLAID-CLIENT-ID': credentials.clientId, 'PLAID-SECRET': credentials.secret },
-        proxy: false,
-      },
-    }),
-  );
-}
+import { plaidClient } from './support/plaid-client';
 
 async function plaidErrorOf(
   call: Promise<unknown>,
@@ -32,7 +21,7 @@ describe('the Plaid emulator, driven by the official SDK', () => {
   let plaid: PlaidApi;
   beforeAll(async () => {
     emulator = new PlaidEmulator();
-    plaid = clientFor(await emulator.listen(0));
+    plaid = plaidClient(await emulator.listen(0));
   });
   afterAll(() => emulator.close());
 
@@ -120,7 +109,7 @@ describe('the Plaid emulator, driven by the official SDK', () => {
   it('when a public token is older than 30 minutes, then it is refused', async () => {
     let now = Date.now();
     const clocked = new PlaidEmulator({ now: () => now });
-    const client = clientFor(await clocked.listen(0));
+    const client = plaidClient(await clocked.listen(0));
     try {
       const publicToken = clocked.createPublicToken();
       now += 30 * 60 * 1000 + 1;
@@ -173,10 +162,10 @@ describe('the Plaid emulator, driven by the official SDK', () => {
     const url = await strict.listen(0);
     try {
       const wrong = await plaidErrorOf(
-        clientFor(url, { clientId: 'right', secret: 'wrong' }).itemGet({ access_token: 'x' }),
+        plaidClient(url, { clientId: 'right', secret: 'wrong' }).itemGet({ access_token: 'x' }),
       );
       const missing = await plaidErrorOf(
-        clientFor(url, { clientId: '', secret: '' }).itemGet({ access_token: 'x' }),
+        plaidClient(url, { clientId: '', secret: '' }).itemGet({ access_token: 'x' }),
       );
       const inBody = await fetch(`${url}/institutions/get_by_id`, {
         method: 'POST',

@@ -1,4 +1,4 @@
-import { Configuration, PlaidApi } from 'plaid';
+import { plaidClient } from './support/plaid-client';
 import { bringDatabaseUp, takeDatabaseDown } from './support/database';
 import {
   PLAID_SECRET,
@@ -225,15 +225,7 @@ describe('POST /exchange-public-token', () => {
   it('when Plaid says the public token is invalid, then 400 INVALID_PUBLIC_TOKEN and nothing is stored', async () => {
     const user = uniqueUserId();
     const publicToken = linkPublicToken(service);
-    const plaid = new PlaidApi(
-      new Configuration({
-        basePath: service.emulator.url,
-        baseOptions: {
-          headers: { 'PLAID-CLIENT-ID': 'test-client', 'PLAID-SECRET': PLAID_SECRET },
-          proxy: false,
-        },
-      }),
-    );
+    const plaid = plaidClient(service.emulator.url, { clientId: 'test-client', secret: PLAID_SECRET });
     await plaid.itemPublicTokenExchange({ public_token: publicToken });
 
     const response = await exchange(service, { public_token: publicToken, subscription_user_id: user });
@@ -365,15 +357,7 @@ describe('POST /exchange-public-token', () => {
   });
 
   it('when a process died after storing a new token, then the worker removes that Item at Plaid', async () => {
-    const plaid = new PlaidApi(
-      new Configuration({
-        basePath: service.emulator.url,
-        baseOptions: {
-          headers: { 'PLAID-CLIENT-ID': 'test-client', 'PLAID-SECRET': PLAID_SECRET },
-          proxy: false,
-        },
-      }),
-    );
+    const plaid = plaidClient(service.emulator.url, { clientId: 'test-client', secret: PLAID_SECRET });
     const { data } = await plaid.itemPublicTokenExchange({ public_token: linkPublicToken(service) });
     const fingerprint = service.deps.vault.fingerprint(`public-sandbox-${data.item_id}`);
     await service.deps.pool.query(

@@ -61,20 +61,12 @@ export function createApp(deps: AppDependencies): Express {
         res: () => undefined,
       },
       customLogLevel: (_req, res, error) => (error || res.statusCode >= 500 ? 'error' : 'info'),
-      customSuccessObject: (req, res, value: Record<string, unknown>) => ({
-        ...value,
-        route: routeOf(req as Request),
-        status: res.statusCode,
-      }),
-      customErrorObject: (req, res, _error, value: Record<string, unknown>) => ({
-        ...value,
-        route: routeOf(req as Request),
-        status: res.statusCode,
-      }),
-      customSuccessMessage: (req, res) =>
-        `${req.method} ${routeOf(req as Request) ?? 'unmatched'} ${res.statusCode}`,
-      customErrorMessage: (req, res) =>
-        `${req.method} ${routeOf(req as Request) ?? 'unmatched'} ${res.statusCode}`,
+      customSuccessObject: (req, res, value: Record<string, unknown>) =>
+        withRoute(req as Request, res, value),
+      customErrorObject: (req, res, _error, value: Record<string, unknown>) =>
+        withRoute(req as Request, res, value),
+      customSuccessMessage: (req, res) => summarize(req as Request, res),
+      customErrorMessage: (req, res) => summarize(req as Request, res),
     }),
   );
   app.use(helmet());
@@ -101,7 +93,16 @@ export function createApp(deps: AppDependencies): Express {
   return app;
 }
 
+/** The matched route pattern, not the URL: ids in paths stay out of the aggregate. */
 function routeOf(req: Request): string | undefined {
   const path = (req as Request & { route?: { path?: unknown } }).route?.path;
   return typeof path === 'string' ? `${req.baseUrl}${path}` : undefined;
+}
+
+function withRoute(req: Request, res: { statusCode: number }, value: Record<string, unknown>) {
+  return { ...value, route: routeOf(req), status: res.statusCode };
+}
+
+function summarize(req: Request, res: { statusCode: number }): string {
+  return `${req.method} ${routeOf(req) ?? 'unmatched'} ${res.statusCode}`;
 }

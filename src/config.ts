@@ -143,7 +143,7 @@ export function loadConfig(environment: Environment): Config {
     if (values.length > 0) return values.map((value) => Buffer.from(value, 'base64'));
     if (production) {
       problems.push(`${name}: is required when NODE_ENV=production`);
-      return [Buffer.alloc(KEY_BYTES)];
+      return [];
     }
     const local = readOrCreateLocalSecret(dataDir, kind);
     localSecrets.push({ kind, file: local.file, created: local.created });
@@ -153,9 +153,9 @@ export function loadConfig(environment: Environment): Config {
   const internalSecrets = secretList('INTERNAL_SECRET', 'internal-secret');
   const adminSecrets = secretList('ADMIN_SECRET', 'admin-secret');
   const tokenEncryptionKeys = key('TOKEN_ENCRYPTION_KEY', 'token-encryption-key');
-  const [tokenHmacKey] = key('TOKEN_HMAC_KEY', 'token-hmac-key') as [Buffer];
+  const [tokenHmacKey] = key('TOKEN_HMAC_KEY', 'token-hmac-key');
 
-  if (tokenEncryptionKeys.some((encryptionKey) => encryptionKey.equals(tokenHmacKey))) {
+  if (tokenHmacKey && tokenEncryptionKeys.some((encryptionKey) => encryptionKey.equals(tokenHmacKey))) {
     problems.push('TOKEN_HMAC_KEY: must differ from every TOKEN_ENCRYPTION_KEY');
   }
   const shared = internalSecrets.filter((secret) => adminSecrets.includes(secret));
@@ -168,7 +168,7 @@ export function loadConfig(environment: Environment): Config {
   }
   if (env.PLAID_CLIENT_ID && !env.PLAID_SECRET)
     problems.push('PLAID_SECRET: is required with PLAID_CLIENT_ID');
-  if (problems.length > 0) throw new ConfigError(problems);
+  if (problems.length > 0 || !tokenHmacKey) throw new ConfigError(problems);
 
   return {
     nodeEnv: env.NODE_ENV,

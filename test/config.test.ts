@@ -37,17 +37,15 @@ describe('configuration', () => {
   it('when production lacks every secret, key, database and Plaid credential, then one error lists them all', () => {
     const problems = problemsOf({ NODE_ENV: 'production', DATA_DIR: freshDataDir() });
 
-    expect(problems).toEqual(
-      expect.arrayContaining([
-        'INTERNAL_SECRET: is required when NODE_ENV=production',
-        'ADMIN_SECRET: is required when NODE_ENV=production',
-        'TOKEN_ENCRYPTION_KEY: is required when NODE_ENV=production',
-        'TOKEN_HMAC_KEY: is required when NODE_ENV=production',
-        'DATABASE_URL: is required when NODE_ENV=production',
-        'PLAID_CLIENT_ID: is required when NODE_ENV=production',
-        'PLAID_SECRET: is required when NODE_ENV=production',
-      ]),
-    );
+    expect(problems).toEqual([
+      'INTERNAL_SECRET: is required when NODE_ENV=production',
+      'ADMIN_SECRET: is required when NODE_ENV=production',
+      'TOKEN_ENCRYPTION_KEY: is required when NODE_ENV=production',
+      'TOKEN_HMAC_KEY: is required when NODE_ENV=production',
+      'DATABASE_URL: is required when NODE_ENV=production',
+      'PLAID_CLIENT_ID: is required when NODE_ENV=production',
+      'PLAID_SECRET: is required when NODE_ENV=production',
+    ]);
   });
 
   it('when the ConfigError is printed, then its message names every problem on its own line', () => {

@@ -1,4 +1,4 @@
-import type { Readable } from 'node:stream';
+import { Transform, pipeline, type Readable } from 'node:stream';
 import type { Pool } from 'pg';
 import { validationFailed } from '../errors';
 import {
@@ -48,7 +48,7 @@ export function decodeCursor(cursor: string): string {
   return id;
 }
 
-export function toAdminAccount(row: AdminAccountRow): AdminAccount {
+function toAdminAccount(row: AdminAccountRow): AdminAccount {
   return {
     provider_account_id: row.provider_account_id,
     subscription_user_id: row.subscription_user_id,
@@ -82,21 +82,29 @@ export class AdminService {
     };
   }
 
-  /** Every matching account from a server-side cursor; `close` must be called when done. */
+  /** Every matching account, mapped, from a server-side cursor; `close` must be called when done. */
   async openAccountStream(
     filters: AccountFilters,
-  ): Promise<{ rows: Readable; close: (error?: Error) => void }> {
+  ): Promise<{ accounts: Readable; close: (error?: Error) => void }> {
     const client = await this.pool.connect();
     // An export can outlast the pool's statement timeout; it is bounded by the client staying connected.
     await client.query('SET statement_timeout = 0');
     const rows = streamAccounts(client, filters);
+    const accounts = new Transform({
+      objectMode: true,
+      transform(row: AdminAccountRow, _encoding, done) {
+        done(null, toAdminAccount(row));
+      },
+    });
     let released = false;
     return {
-      rows,
+      // pipeline, not pipe: a failing cursor must fail the stream the caller reads.
+      accounts: pipeline(rows, accounts, () => undefined),
       close: (error?: Error) => {
         if (released) return;
         released = true;
         rows.destroy();
+        // The session's statement_timeout was changed: never hand this connection back to the pool.
         client.release(error ?? true);
       },
     };

@@ -1,7 +1,6 @@
 import { Transform, pipeline } from 'node:stream';
 import { Router, type Request, type Response } from 'express';
-import type { AdminAccountRow } from '../../repository/admin-repository';
-import { toAdminAccount, type AccountFilters, type AdminService } from '../../services/admin';
+import type { AccountFilters, AdminAccount, AdminService } from '../../services/admin';
 import { methodNotAllowed } from '../middleware/require-json';
 import { adminAccountsQuery } from '../schemas';
 import { parseInput } from '../validate';
@@ -27,11 +26,9 @@ function csvField(value: string | null): string {
 }
 
 const formats = {
-  'application/x-ndjson': (row: AdminAccountRow) => `${JSON.stringify(toAdminAccount(row))}\n`,
-  'text/csv': (row: AdminAccountRow) => {
-    const account = toAdminAccount(row);
-    return `${CSV_COLUMNS.map((column) => csvField(account[column])).join(',')}\n`;
-  },
+  'application/x-ndjson': (account: AdminAccount) => `${JSON.stringify(account)}\n`,
+  'text/csv': (account: AdminAccount) =>
+    `${CSV_COLUMNS.map((column) => csvField(account[column])).join(',')}\n`,
 } as const;
 
 async function streamExport(
@@ -41,18 +38,18 @@ async function streamExport(
   req: Request,
   res: Response,
 ): Promise<void> {
-  const { rows, close } = await admin.openAccountStream(filters);
+  const { accounts, close } = await admin.openAccountStream(filters);
   res.status(200).type(format === 'text/csv' ? 'text/csv; charset=utf-8' : 'application/x-ndjson');
   if (format === 'text/csv') res.write(`${CSV_COLUMNS.join(',')}\n`);
   const encode = formats[format];
   const toLines = new Transform({
     writableObjectMode: true,
-    transform(row: AdminAccountRow, _encoding, done) {
-      done(null, encode(row));
+    transform(account: AdminAccount, _encoding, done) {
+      done(null, encode(account));
     },
   });
   await new Promise<void>((resolve) => {
-    pipeline(rows, toLines, res, (error) => {
+    pipeline(accounts, toLines, res, (error) => {
       close(error ?? undefined);
       if (error) req.log.warn({ err: error }, 'account export ended early');
       resolve();

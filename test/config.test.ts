@@ -1,12 +1,18 @@
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, readFileSync, statSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { ConfigError, loadConfig } from '../src/config';
 
 const key = () => randomBytes(32).toString('base64');
 const longSecret = () => randomBytes(32).toString('hex');
-const freshDataDir = () => mkdtempSync(path.join(tmpdir(), 'acs-config-'));
+const dataDirs: string[] = [];
+const freshDataDir = () => {
+  const dir = mkdtempSync(path.join(tmpdir(), 'acs-config-'));
+  dataDirs.push(dir);
+  return dir;
+};
+afterAll(() => dataDirs.forEach((dir) => rmSync(dir, { recursive: true, force: true })));
 
 function productionEnv(overrides: Record<string, string | undefined> = {}) {
   return {

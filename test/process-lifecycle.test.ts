@@ -1,6 +1,6 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { chmodSync, mkdtempSync } from 'node:fs';
+import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { createTestDatabase, type TestDatabase } from './support/database';
@@ -8,11 +8,14 @@ import { createTestDatabase, type TestDatabase } from './support/database';
 const MAIN = path.resolve(__dirname, '..', 'dist', 'main.js');
 
 /** mkdtemp makes 0700 folders; as root, the embedded server's OS user must be able to enter it. */
+const tempDirs: string[] = [];
 function reachableTempDir(): string {
-  const dir = mkdtempSync(path.join(tmpdir(), 'acs-shutdown-'));
+  const dir = mkdtempSync(path.join(tmpdir(), 'acs-lifecycle-'));
   chmodSync(dir, 0o711);
+  tempDirs.push(dir);
   return dir;
 }
+afterAll(() => tempDirs.forEach((dir) => rmSync(dir, { recursive: true, force: true })));
 
 interface Started {
   child: ChildProcess;

@@ -1,0 +1,107 @@
+import fc from 'fast-check';
+import { asWebsite, startService, type ServiceContext } from './support/service';
+
+const ENDPOINTS = ['/create-link-token', '/exchange-public-token', '/remove-account', '/remove-institution'];
+const FIELDS = [
+  'subscription_user_id',
+  'app_name',
+  'public_token',
+  'access_token',
+  'provider_account_id',
+  'metadata',
+];
+const TOKEN_TEXT = /(access|public|link)-(sandbox|production)-/;
+
+/** Values a careless or hostile caller might put in a field. */
+const fieldValue = fc.oneof(
+  fc.string({ maxLength: 300 }),
+  fc.string({ unit: 'binary', maxLength: 50 }),
+  fc.integer(),
+  fc.double(),
+  fc.boolean(),
+  fc.constant(null),
+  fc.array(fc.string({ maxLength: 5 }), { maxLength: 3 }),
+  fc.dictionary(fc.string({ maxLength: 10 }), fc.string({ maxLength: 10 }), { maxKeys: 3 }),
+  fc.constantFrom(
+    'public-sandbox-11111111-2222-3333-4444-555555555555',
+    'access-sandbox-11111111-2222-3333-4444-555555555555',
+    "'; DROP TABLE accounts; --",
+    '../../etc/passwd',
+    '\u0000',
+  ),
+);
+
+describe('input fuzzing', () => {
+  let service: ServiceContext;
+  beforeAll(async () => {
+    service = await startService();
+  });
+  afterAll(() => service.close());
+
+  it('when any body of any shape is posted to any endpoint, then it is never a 5xx, every error is a problem, and no token leaks', async () => {
+    await fc.assert(
+      fc.asyncProperty(
+        fc.constantFrom(...ENDPOINTS),
+        fc.dictionary(fc.constantFrom(...FIELDS, 'extra', '__proto__', 'constructor'), fieldValue, {
+          maxKeys: 6,
+        }),
+        async (path, body) => {
+          const response = await service.http.post(path).set(asWebsite).send(body);
+
+          expect(response.status).toBeLessThan(500);
+          if (response.status >= 400) {
+            expect(response.headers['content-type']).toMatch(/^application\/problem\+json/);
+            expect(response.body.status).toBe(response.status);
+          }
+          expect(response.text).not.toMatch(TOKEN_TEXT);
+        },
+      ),
+      { numRuns: 300 },
+    );
+  });
+
+  it('when any header value is sent as the secret, then the answer is 401, never a 5xx', async () => {
+    await fc.assert(
+      fc.asyncProperty(
+        fc
+          .string({ minLength: 1, maxLength: 2_000 })
+          .filter((value) => /^[\x21-\x7e][\x20-\x7e]*$/.test(value.trim()) && value === value.trim()),
+        async (secret) => {
+          const response = await service.http.get('/admin/stats').set('X-Internal-Secret', secret);
+
+          expect(response.status).toBe(401);
+        },
+      ),
+      { numRuns: 300 },
+    );
+  });
+
+  it('when any query string is sent to the admin list, then it is answered without a 5xx', async () => {
+    await fc.assert(
+      fc.asyncProperty(
+        fc.dictionary(
+          fc.constantFrom(
+            'limit',
+            'cursor',
+            'type',
+            'created_after',
+            'created_before',
+            'institution_id',
+            'x',
+          ),
+          fc.string({ maxLength: 40 }),
+          { maxKeys: 4 },
+        ),
+        async (query) => {
+          const response = await service.http
+            .get('/admin/accounts')
+            .set('X-Internal-Secret', service.config.adminSecrets[0]!)
+            .query(query);
+
+          expect(response.status).toBeLessThan(500);
+        },
+      ),
+      { numRuns: 200 },
+    );
+  });
+});

@@ -1,0 +1,43 @@
+import { seedDatabase } from '../src/cli/seed';
+import { asAdmin, rowsOf, startService, type ServiceContext } from './support/service';
+
+describe('npm run seed', () => {
+  let service: ServiceContext;
+  beforeAll(async () => {
+    service = await startService();
+  });
+  afterAll(() => service.close());
+
+  it('when 2,500 accounts are asked for, then exactly that many are written, with decryptable tokens, events and exact counts', async () => {
+    const progress: string[] = [];
+
+    const result = await seedDatabase(service.deps.pool, service.deps.vault, 2_500, (line) =>
+      progress.push(line),
+    );
+
+    const [totals] = await rowsOf(
+      service,
+      `SELECT (SELECT count(*)::int FROM accounts) AS accounts, (SELECT count(*)::int FROM institutions) AS institutions,
+              (SELECT count(*)::int FROM events WHERE kind = 'exchange_completed') AS exchanges,
+              (SELECT count(*)::int FROM institutions i
+                WHERE account_count <> (SELECT count(*) FROM accounts a WHERE a.institution_id = i.id)) AS miscounted`,
+    );
+    const [sample] = await rowsOf(
+      service,
+      `SELECT provider_item_id, access_token_ciphertext FROM institutions LIMIT 1`,
+    );
+    const stats = await service.http.get('/admin/stats').set(asAdmin);
+
+    expect(result).toMatchObject({ accounts: 2_500, institutions: totals!.institutions });
+    expect(totals).toMatchObject({ accounts: 2_500, exchanges: totals!.institutions, miscounted: 0 });
+    expect(
+      service.deps.vault.decrypt(
+        sample!.access_token_ciphertext as string,
+        sample!.provider_item_id as string,
+      ),
+    ).toMatch(/^access-sandbox-/);
+    expect(stats.body.accounts).toBe(2_500);
+    expect(progress.at(-1)).toMatch(/^writing the link-token and exchange events/);
+    expect(progress.some((line) => /seeded 2,500 \/ 2,500 accounts \(100%\)/.test(line))).toBe(true);
+  });
+});

@@ -64,6 +64,31 @@ describe('error responses', () => {
     });
   });
 
+  it.each([
+    ['a NUL in app_name', { app_name: 'Budget\u0000' }, 'app_name'],
+    ['a line break in subscription_user_id', { subscription_user_id: 'user\n1' }, 'subscription_user_id'],
+  ])('when a field carries %s, then 400 naming it, not a database error', async (_label, override, field) => {
+    const response = await service.http
+      .post('/create-link-token')
+      .set(asWebsite)
+      .send({ subscription_user_id: 'user-1', app_name: 'Budget', ...override });
+
+    expect(response.status).toBe(400);
+    expect(response.body.errors).toEqual([{ field, message: 'must not contain control characters' }]);
+  });
+
+  it('when an admin filter carries a NUL, then 400 naming it', async () => {
+    const response = await service.http
+      .get('/admin/accounts')
+      .set('X-Internal-Secret', service.config.adminSecrets[0]!)
+      .query({ subscription_user_id: 'user\u0000' });
+
+    expect(response.status).toBe(400);
+    expect(response.body.errors).toEqual([
+      { field: 'subscription_user_id', message: 'must not contain control characters' },
+    ]);
+  });
+
   it('when there is no body at all, then 400 listing the required fields', async () => {
     const response = await service.http.post('/remove-account').set(asWebsite);
 

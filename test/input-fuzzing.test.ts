@@ -38,7 +38,7 @@ describe('input fuzzing', () => {
   });
   afterAll(() => service.close());
 
-  it('when any body of any shape is posted to any endpoint, then it is never a 5xx, every error is a problem, and no token leaks', async () => {
+  it('when any body of any shape is posted to any endpoint, then it is never a 5xx, every error is a problem, and no error carries a token', async () => {
     await fc.assert(
       fc.asyncProperty(
         fc.constantFrom(...ENDPOINTS),
@@ -52,11 +52,12 @@ describe('input fuzzing', () => {
           if (response.status >= 400) {
             expect(response.headers['content-type']).toMatch(/^application\/problem\+json/);
             expect(response.body.status).toBe(response.status);
+            // Only a success may carry a token (a new link token, or the connection's access token).
+            expect(response.text).not.toMatch(TOKEN_TEXT);
           }
-          expect(response.text).not.toMatch(TOKEN_TEXT);
         },
       ),
-      { numRuns: 300 },
+      { numRuns: Number(process.env.FUZZ_RUNS ?? 300) },
     );
   });
 

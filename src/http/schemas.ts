@@ -7,8 +7,28 @@ export { z };
 
 const MAX_ID_LENGTH = 256;
 
+// PostgreSQL text cannot hold NUL, and no id or name has any business carrying control characters.
+const CONTROL_CHARACTERS = /[\u0000-\u001f\u007f]/;
+const printable = [
+  (value: string) => !CONTROL_CHARACTERS.test(value),
+  'must not contain control characters',
+] as const;
+
+const text = (maxLength: number, minLength = 0) =>
+  z
+    .string()
+    .min(minLength)
+    .max(maxLength)
+    .refine(...printable);
+
 const identifier = (description: string) =>
-  z.string().trim().min(1).max(MAX_ID_LENGTH).openapi({ description });
+  z
+    .string()
+    .trim()
+    .min(1)
+    .max(MAX_ID_LENGTH)
+    .refine(...printable)
+    .openapi({ description });
 
 // Plaid says not to parse its identifiers, so only the documented `<type>-<environment>-` shape is checked.
 export const publicTokenSchema = z
@@ -38,7 +58,7 @@ export const createLinkTokenResponse = z
   .object({ link_token: z.string(), expiration: z.string().openapi({ format: 'date-time' }) })
   .openapi('CreateLinkTokenResponse');
 
-const nullableLinkText = z.string().max(MAX_ID_LENGTH).nullish();
+const nullableLinkText = text(MAX_ID_LENGTH).nullish();
 
 export const linkMetadataSchema = z
   .object({
@@ -125,10 +145,10 @@ export const adminAccountsQuery = z
       .default(100)
       .openapi({ description: 'Page size, at most 1000.' }),
     cursor: z.string().max(64).optional().openapi({ description: 'next_cursor of the previous page.' }),
-    subscription_user_id: z.string().min(1).max(MAX_ID_LENGTH).optional(),
-    institution_id: z.string().min(1).max(MAX_ID_LENGTH).optional(),
-    app_name: z.string().min(1).max(MAX_ID_LENGTH).optional(),
-    type: z.string().min(1).max(64).optional(),
+    subscription_user_id: text(MAX_ID_LENGTH, 1).optional(),
+    institution_id: text(MAX_ID_LENGTH, 1).optional(),
+    app_name: text(MAX_ID_LENGTH, 1).optional(),
+    type: text(64, 1).optional(),
     created_after: isoDateTime.optional(),
     created_before: isoDateTime.optional(),
   })

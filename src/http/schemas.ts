@@ -8,6 +8,7 @@ export { z };
 const MAX_ID_LENGTH = 256;
 
 // PostgreSQL text cannot hold NUL, and no id or name has any business carrying control characters.
+// eslint-disable-next-line no-control-regex -- matching control characters is the point
 const CONTROL_CHARACTERS = /[\u0000-\u001f\u007f]/;
 const printable = [
   (value: string) => !CONTROL_CHARACTERS.test(value),

@@ -1,5 +1,5 @@
 import type { NextFunction, Request, Response } from 'express';
-import { AppError } from '../../errors';
+import { AppError, databaseUnavailable } from '../../errors';
 import { isDatabaseUnavailableError } from '../../db/pool';
 import type { Logger } from '../../logger';
 
@@ -32,12 +32,7 @@ export function toAppError(error: unknown): AppError {
   if (error instanceof AppError) return error;
   const type = (error as { type?: unknown })?.type;
   if (typeof type === 'string' && BODY_PARSER_ERRORS[type]) return BODY_PARSER_ERRORS[type]();
-  if (isDatabaseUnavailableError(error)) {
-    return new AppError(503, 'DATABASE_UNAVAILABLE', 'Database unavailable', {
-      detail: 'The database is not answering; try again shortly.',
-      retryAfterSeconds: 5,
-    });
-  }
+  if (isDatabaseUnavailableError(error)) return databaseUnavailable(error);
   const status = (error as { status?: unknown })?.status;
   if (typeof status === 'number' && status >= 400 && status < 500) {
     return new AppError(status, 'BAD_REQUEST', 'Bad request', { detail: 'The request could not be read.' });

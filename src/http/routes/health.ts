@@ -1,6 +1,6 @@
 import { Router } from 'express';
 import type { Pool } from 'pg';
-import { AppError } from '../../errors';
+import { AppError, databaseUnavailable } from '../../errors';
 import { methodNotAllowed } from '../middleware/require-json';
 
 const READINESS_TIMEOUT_MS = 1_000;
@@ -33,12 +33,7 @@ export function healthRoutes(pool: Pool, isShuttingDown: () => boolean): Router 
         }),
       ]);
       clearTimeout(timer);
-      if (!answered) {
-        throw new AppError(503, 'DATABASE_UNAVAILABLE', 'Database unavailable', {
-          detail: 'The database is not answering.',
-          retryAfterSeconds: 5,
-        });
-      }
+      if (!answered) throw databaseUnavailable();
       res.json({ status: 'ready' });
     })
     .all(methodNotAllowed('GET'));

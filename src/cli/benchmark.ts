@@ -2,13 +2,13 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import http from 'node:http';
-import net from 'node:net';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import autocannon from 'autocannon';
 import { Client, Pool } from 'pg';
 import { TokenVault } from '../crypto/token-vault';
 import { migrateDatabase } from '../db/migrate';
+import { findFreePort } from '../free-port';
 import { createLogger } from '../logger';
 import { encodeCursor } from '../services/admin';
 import { findAnySubscriptionUser, findLastAccountId } from '../repository/seed-repository';
@@ -21,16 +21,6 @@ import { seedDatabase } from './seed';
  */
 
 const print = (line: string) => process.stdout.write(`${line}\n`);
-
-async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = net.createServer().once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as net.AddressInfo;
-      server.close(() => resolve(port));
-    });
-  });
-}
 
 function rssMegabytes(pid: number): number {
   const status = readFileSync(`/proc/${pid}/status`, 'utf8');
@@ -137,7 +127,7 @@ async function run(): Promise<void> {
     const someUser = await findAnySubscriptionUser(pool);
     await pool.end();
 
-    const port = await freePort();
+    const port = await findFreePort();
     child = spawn(process.execPath, [path.resolve(__dirname, '..', 'main.js')], {
       stdio: 'ignore',
       env: {

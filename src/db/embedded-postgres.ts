@@ -1,22 +1,11 @@
 import { existsSync, mkdirSync, readFileSync, rmSync, statSync } from 'node:fs';
-import net from 'node:net';
 import path from 'node:path';
+import { findFreePort } from '../free-port';
 import type { Logger } from '../logger';
 
 export interface EmbeddedDatabase {
   connectionString: string;
   stop(): Promise<void>;
-}
-
-async function findFreePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = net.createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as net.AddressInfo;
-      server.close(() => resolve(port));
-    });
-  });
 }
 
 function isProcessAlive(pid: number): boolean {

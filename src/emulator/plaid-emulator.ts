@@ -113,6 +113,19 @@ function requireFields(body: Body, fields: Record<string, FieldType>, required: 
   }
 }
 
+function institutionFor(institutionId: unknown): SandboxInstitution {
+  const institution = SANDBOX_INSTITUTIONS.find((candidate) => candidate.institutionId === institutionId);
+  if (!institution) throw errors.invalidInstitution();
+  return institution;
+}
+
+function checkProducts(products: unknown[], field: string): string[] {
+  if (products.length === 0) throw errors.invalidField(`${field} must contain at least one product`);
+  const invalid = products.filter((product) => !VALID_PRODUCTS.has(product as string)).map(String);
+  if (invalid.length > 0) throw errors.invalidProduct(invalid);
+  return products as string[];
+}
+
 /**
  * An in-memory emulator of the part of Plaid's HTTP API this service uses, faithful to its
  * request/response shapes and error objects, with a control API for fault injection.
@@ -337,10 +350,7 @@ export class PlaidEmulator {
     if (updateMode) {
       this.itemFor(body.access_token);
     } else {
-      const products = (body.products as unknown[] | undefined) ?? [];
-      if (products.length === 0) throw errors.invalidField('products must contain at least one product');
-      const invalid = products.filter((product) => !VALID_PRODUCTS.has(product as string)).map(String);
-      if (invalid.length > 0) throw errors.invalidProduct(invalid);
+      checkProducts((body.products as unknown[] | undefined) ?? [], 'products');
     }
     const linkToken = `link-sandbox-${randomUUID()}`;
     const expiresAt = this.now() + (updateMode ? UPDATE_LINK_TOKEN_TTL_MS : LINK_TOKEN_TTL_MS);
@@ -353,20 +363,13 @@ export class PlaidEmulator {
       'institution_id',
       'initial_products',
     ]);
-    const institution = SANDBOX_INSTITUTIONS.find(
-      (candidate) => candidate.institutionId === body.institution_id,
-    );
-    if (!institution) throw errors.invalidInstitution();
-    const products = body.initial_products as unknown[];
-    if (products.length === 0)
-      throw errors.invalidField('initial_products must contain at least one product');
-    const invalid = products.filter((product) => !VALID_PRODUCTS.has(product as string)).map(String);
-    if (invalid.length > 0) throw errors.invalidProduct(invalid);
+    const institution = institutionFor(body.institution_id);
+    const products = checkProducts(body.initial_products as unknown[], 'initial_products');
     const options = (body.options ?? {}) as { webhook?: unknown; override_password?: unknown };
     const publicToken = `public-sandbox-${randomUUID()}`;
     this.publicTokens.set(publicToken, {
       institution,
-      products: products as string[],
+      products,
       webhook: typeof options.webhook === 'string' ? options.webhook : null,
       loginRequired: options.override_password === 'error_ITEM_LOGIN_REQUIRED',
       expiresAt: this.now() + PUBLIC_TOKEN_TTL_MS,
@@ -413,16 +416,14 @@ export class PlaidEmulator {
   }
 
   private describeItem(item: EmulatedItem): Body {
-    const institution = SANDBOX_INSTITUTIONS.find(
-      (candidate) => candidate.institutionId === item.institution_id,
-    );
+    const institution = institutionFor(item.institution_id);
     return {
       item_id: item.item_id,
       institution_id: item.institution_id,
       institution_name: item.institution_name,
       webhook: item.webhook,
       error: item.login_required ? errors.itemLoginRequired().toBody(randomId(15)) : null,
-      available_products: (institution?.products ?? []).filter((product) => !item.products.includes(product)),
+      available_products: institution.products.filter((product) => !item.products.includes(product)),
       billed_products: item.products,
       products: item.products,
       consented_products: item.products,
@@ -476,10 +477,7 @@ export class PlaidEmulator {
       'institution_id',
       'country_codes',
     ]);
-    const institution = SANDBOX_INSTITUTIONS.find(
-      (candidate) => candidate.institutionId === body.institution_id,
-    );
-    if (!institution) throw errors.invalidInstitution();
+    const institution = institutionFor(body.institution_id);
     const withMetadata =
       (body.options as { include_optional_metadata?: unknown } | undefined)?.include_optional_metadata ===
       true;

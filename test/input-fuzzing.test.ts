@@ -73,7 +73,7 @@ describe('input fuzzing', () => {
           expect(response.status).toBe(401);
         },
       ),
-      { numRuns: 300 },
+      { numRuns: Number(process.env.FUZZ_RUNS ?? 300) },
     );
   });
 
@@ -102,7 +102,7 @@ describe('input fuzzing', () => {
           expect(response.status).toBeLessThan(500);
         },
       ),
-      { numRuns: 200 },
+      { numRuns: Number(process.env.FUZZ_RUNS ?? 200) },
     );
   });
 });

@@ -20,12 +20,15 @@ const DESCRIPTIONS: Record<LimitedAction, string> = {
 /** Per-user limits whose counters live in Postgres, so every instance of the service shares them. */
 export class RateLimits {
   private readonly limiters: Record<LimitedAction, RateLimiterPostgres>;
+  private readonly perMinute: Record<LimitedAction, number>;
 
-  constructor(
-    pool: Pool,
-    private readonly settings: RateLimitSettings,
-  ) {
-    const limiter = (keyPrefix: string, points: number) =>
+  constructor(pool: Pool, settings: RateLimitSettings) {
+    this.perMinute = {
+      link_token: settings.linkTokensPerMinute,
+      exchange: settings.exchangesPerMinute,
+      removal: settings.removalsPerMinute,
+    };
+    const limiter = (keyPrefix: LimitedAction) =>
       new RateLimiterPostgres({
         storeClient: pool,
         storeType: 'pool',
@@ -33,13 +36,13 @@ export class RateLimits {
         tableCreated: true,
         clearExpiredByTimeout: false,
         keyPrefix,
-        points,
+        points: this.perMinute[keyPrefix],
         duration: 60,
       });
     this.limiters = {
-      link_token: limiter('link_token', settings.linkTokensPerMinute),
-      exchange: limiter('exchange', settings.exchangesPerMinute),
-      removal: limiter('removal', settings.removalsPerMinute),
+      link_token: limiter('link_token'),
+      exchange: limiter('exchange'),
+      removal: limiter('removal'),
     };
   }
 
@@ -50,14 +53,9 @@ export class RateLimits {
       await this.limiters[action].consume(key);
     } catch (rejection) {
       if (!(rejection instanceof RateLimiterRes)) throw rejection;
-      const perMinute = {
-        link_token: this.settings.linkTokensPerMinute,
-        exchange: this.settings.exchangesPerMinute,
-        removal: this.settings.removalsPerMinute,
-      }[action];
       throw tooManyRequests(
         Math.max(1, Math.ceil(rejection.msBeforeNext / 1000)),
-        `At most ${perMinute} ${DESCRIPTIONS[action]} per minute are allowed for one subscription_user_id.`,
+        `At most ${this.perMinute[action]} ${DESCRIPTIONS[action]} per minute are allowed for one subscription_user_id.`,
       );
     }
   }

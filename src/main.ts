@@ -1,11 +1,10 @@
 import type { Server } from 'node:http';
-import path from 'node:path';
 import dotenv from 'dotenv';
 import { createApp } from './app';
 import { ConfigError, loadConfig, type Config } from './config';
 import { buildDependencies, toAppDependencies, type Dependencies } from './dependencies';
-import { startEmbeddedPostgres, type EmbeddedDatabase } from './db/embedded-postgres';
-import { migrateDatabase } from './db/migrate';
+import type { EmbeddedDatabase } from './db/embedded-postgres';
+import { openDatabase } from './db/open-database';
 import { PlaidEmulator } from './emulator/plaid-emulator';
 import { createLogger, type Logger } from './logger';
 
@@ -110,13 +109,8 @@ async function start(
   running: Running,
   isShuttingDown: () => boolean,
 ): Promise<void> {
-  if (!config.databaseUrl) {
-    const databaseDir = path.join(config.dataDir, 'postgres');
-    running.embedded = await startEmbeddedPostgres({ databaseDir, persistent: true }, logger);
-    logger.info({ databaseDir }, 'no DATABASE_URL: started an embedded PostgreSQL');
-  }
-  const databaseUrl = config.databaseUrl ?? (running.embedded as EmbeddedDatabase).connectionString;
-  const applied = await migrateDatabase(databaseUrl, logger);
+  const { databaseUrl, embedded, applied } = await openDatabase(config, logger);
+  running.embedded = embedded;
   if (applied.length > 0) logger.info({ migrations: applied }, 'applied database migrations');
 
   let plaid = { clientId: config.plaid.clientId, secret: config.plaid.secret, baseUrl: config.plaid.baseUrl };

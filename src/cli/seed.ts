@@ -1,12 +1,10 @@
 import { randomBytes, randomUUID } from 'node:crypto';
-import path from 'node:path';
 import { parseArgs } from 'node:util';
 import dotenv from 'dotenv';
 import { Pool } from 'pg';
 import { loadConfig } from '../config';
 import { TokenVault } from '../crypto/token-vault';
-import { startEmbeddedPostgres, type EmbeddedDatabase } from '../db/embedded-postgres';
-import { migrateDatabase } from '../db/migrate';
+import { openDatabase } from '../db/open-database';
 import { SANDBOX_INSTITUTIONS, USER_GOOD_ACCOUNTS } from '../emulator/sandbox-data';
 import { createLogger } from '../logger';
 import {
@@ -139,17 +137,10 @@ async function run(): Promise<void> {
     process.stderr.write('refusing to seed fake connections with NODE_ENV=production\n');
     process.exit(1);
   }
-  const logger = createLogger({ level: 'warn' });
-  let embedded: EmbeddedDatabase | undefined;
   if (!config.databaseUrl) {
     print(`no DATABASE_URL: seeding the embedded database in ${config.dataDir} (stop npm start first)`);
-    embedded = await startEmbeddedPostgres(
-      { databaseDir: path.join(config.dataDir, 'postgres'), persistent: true },
-      logger,
-    );
   }
-  const databaseUrl = config.databaseUrl ?? (embedded as EmbeddedDatabase).connectionString;
-  await migrateDatabase(databaseUrl, logger);
+  const { databaseUrl, embedded } = await openDatabase(config, createLogger({ level: 'warn' }));
   const pool = new Pool({ connectionString: databaseUrl, max: 2 });
   try {
     const result = await seedDatabase(

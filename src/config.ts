@@ -36,6 +36,7 @@ const positiveInt = (fallback: number) => z.coerce.number().int().positive().def
 const environmentSchema = z.object({
   NODE_ENV: z.enum(['development', 'test', 'production']).default('development'),
   PORT: z.coerce.number().int().min(0).max(65535).default(3000),
+  HOST: optionalText,
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   INTERNAL_SECRET: commaList,
   ADMIN_SECRET: commaList,
@@ -57,9 +58,16 @@ const environmentSchema = z.object({
   RATE_LIMIT_LINK_TOKENS_PER_MINUTE: positiveInt(10),
   RATE_LIMIT_EXCHANGES_PER_MINUTE: positiveInt(5),
   RATE_LIMIT_REMOVALS_PER_MINUTE: positiveInt(30),
+  RATE_LIMIT_TOTAL_PER_MINUTE: z.coerce.number().int().min(0).default(3_000),
+  RATE_LIMIT_ADMIN_PER_MINUTE: positiveInt(120),
   OUTBOX_POLL_INTERVAL_MS: positiveInt(5_000),
-  OUTBOX_MAX_ATTEMPTS: positiveInt(10),
-  SHUTDOWN_TIMEOUT_MS: positiveInt(10_000),
+  OUTBOX_MAX_BACKOFF_SECONDS: positiveInt(3_600),
+  OUTBOX_RETRY_HORIZON_HOURS: positiveInt(168),
+  ADMIN_POOL_SIZE: positiveInt(3),
+  ADMIN_EXPORT_CONCURRENCY: positiveInt(2),
+  ADMIN_EXPORT_STALL_TIMEOUT_MS: positiveInt(30_000),
+  SHUTDOWN_TIMEOUT_MS: positiveInt(30_000),
+  SHUTDOWN_GRACE_MS: z.coerce.number().int().min(0).optional(),
 });
 
 export type Environment = Record<string, string | undefined>;
@@ -81,6 +89,8 @@ export interface PlaidConfig {
 export interface Config {
   nodeEnv: 'development' | 'test' | 'production';
   port: number;
+  /** Interface to listen on: loopback outside production, every interface in production (containers). */
+  host: string;
   logLevel: string;
   internalSecrets: string[];
   adminSecrets: string[];
@@ -89,9 +99,20 @@ export interface Config {
   tokenEncryptionKeys: Buffer[];
   tokenHmacKey: Buffer;
   plaid: PlaidConfig;
-  rateLimits: { linkTokensPerMinute: number; exchangesPerMinute: number; removalsPerMinute: number };
-  outbox: { pollIntervalMs: number; maxAttempts: number };
+  rateLimits: {
+    linkTokensPerMinute: number;
+    exchangesPerMinute: number;
+    removalsPerMinute: number;
+    /** Across all users, per action; 0 turns it off. */
+    totalPerMinute: number;
+    /** Per admin secret, over every /admin route. */
+    adminPerMinute: number;
+  };
+  outbox: { pollIntervalMs: number; maxBackoffSeconds: number; retryHorizonHours: number };
+  admin: { poolSize: number; exportConcurrency: number; exportStallTimeoutMs: number };
   shutdownTimeoutMs: number;
+  /** After SIGTERM, how long /readyz says 503 while requests are still served, before the listener closes. */
+  shutdownGraceMs: number;
   /** Secrets and keys that came from DATA_DIR files rather than the environment (never in production). */
   localSecrets: { kind: LocalSecretKind; file: string; created: boolean }[];
 }
@@ -173,6 +194,7 @@ export function loadConfig(environment: Environment): Config {
   return {
     nodeEnv: env.NODE_ENV,
     port: env.PORT,
+    host: env.HOST ?? (production ? '0.0.0.0' : '127.0.0.1'),
     logLevel: env.LOG_LEVEL,
     internalSecrets,
     adminSecrets,
@@ -197,9 +219,21 @@ export function loadConfig(environment: Environment): Config {
       linkTokensPerMinute: env.RATE_LIMIT_LINK_TOKENS_PER_MINUTE,
       exchangesPerMinute: env.RATE_LIMIT_EXCHANGES_PER_MINUTE,
       removalsPerMinute: env.RATE_LIMIT_REMOVALS_PER_MINUTE,
+      totalPerMinute: env.RATE_LIMIT_TOTAL_PER_MINUTE,
+      adminPerMinute: env.RATE_LIMIT_ADMIN_PER_MINUTE,
     },
-    outbox: { pollIntervalMs: env.OUTBOX_POLL_INTERVAL_MS, maxAttempts: env.OUTBOX_MAX_ATTEMPTS },
+    outbox: {
+      pollIntervalMs: env.OUTBOX_POLL_INTERVAL_MS,
+      maxBackoffSeconds: env.OUTBOX_MAX_BACKOFF_SECONDS,
+      retryHorizonHours: env.OUTBOX_RETRY_HORIZON_HOURS,
+    },
+    admin: {
+      poolSize: env.ADMIN_POOL_SIZE,
+      exportConcurrency: env.ADMIN_EXPORT_CONCURRENCY,
+      exportStallTimeoutMs: env.ADMIN_EXPORT_STALL_TIMEOUT_MS,
+    },
     shutdownTimeoutMs: env.SHUTDOWN_TIMEOUT_MS,
+    shutdownGraceMs: env.SHUTDOWN_GRACE_MS ?? (production ? 5_000 : 0),
     localSecrets,
   };
 }

@@ -1,5 +1,6 @@
 import { Pool, type PoolClient } from 'pg';
 import type { Logger } from '../logger';
+import { DATABASE_CONNECT_TIMEOUT_MS, DATABASE_STATEMENT_TIMEOUT_MS } from '../time-budgets';
 
 export type { Pool, PoolClient };
 
@@ -14,9 +15,9 @@ export function createPool(options: PoolOptions, logger: Logger): Pool {
   const pool = new Pool({
     connectionString: options.connectionString,
     max: options.max ?? 10,
-    connectionTimeoutMillis: 2_000,
+    connectionTimeoutMillis: DATABASE_CONNECT_TIMEOUT_MS,
     idleTimeoutMillis: 30_000,
-    statement_timeout: 5_000,
+    statement_timeout: DATABASE_STATEMENT_TIMEOUT_MS,
     idle_in_transaction_session_timeout: 10_000,
     application_name: options.applicationName ?? 'account-connection-service',
   });

@@ -26,6 +26,7 @@ import {
 } from '../repository/connections-repository';
 import { recordEvent, type EventRecord } from '../repository/events-repository';
 import { enqueueItemRemoval } from '../repository/outbox-repository';
+import { EXCHANGE_CLAIM_STALE_AFTER_MS } from '../time-budgets';
 import type { OutboxProcessor } from './outbox-processor';
 import type { RateLimits } from './rate-limits';
 
@@ -66,7 +67,7 @@ export interface ConnectionServiceDeps {
   removalWaitMs?: number;
 }
 
-const CLAIM_STALE_AFTER_SECONDS = 60;
+const CLAIM_STALE_AFTER_SECONDS = EXCHANGE_CLAIM_STALE_AFTER_MS / 1000;
 const POLL_INTERVAL_MS = 50;
 
 /** Institution id plus the sorted (mask, subtype) pairs: what makes two connections the same login. */

@@ -23,22 +23,48 @@ export function createPool(options: PoolOptions, logger: Logger): Pool {
   });
   // An idle client losing its connection must not crash the process; the next checkout reconnects.
   pool.on('error', (error) => logger.warn({ err: error }, 'idle database connection failed'));
+  // pg takes its own listener off a client while it is checked out, and an 'error' event with no
+  // listener kills the process: a failover would take every instance down. This listener stays for
+  // the client's whole life; the query under way fails on its own and becomes a 503.
+  pool.on('connect', (client) => {
+    client.on('error', (error) => logger.warn({ err: error }, 'database connection lost while in use'));
+  });
   return pool;
+}
+
+/** COMMIT was sent but its answer was lost: the transaction may or may not have committed. */
+export class CommitOutcomeUnknownError extends Error {
+  readonly code: unknown;
+
+  constructor(cause: Error) {
+    super(`commit outcome unknown: ${cause.message}`, { cause });
+    this.name = 'CommitOutcomeUnknownError';
+    this.code = (cause as { code?: unknown }).code;
+  }
 }
 
 /** Runs `work` in one transaction on one checked-out client; rolls back on any error. */
 export async function withTransaction<T>(pool: Pool, work: (client: PoolClient) => Promise<T>): Promise<T> {
   const client = await pool.connect();
+  let released = false;
   try {
     await client.query('BEGIN');
     const result = await work(client);
-    await client.query('COMMIT');
+    try {
+      await client.query('COMMIT');
+    } catch (error) {
+      // The server may have committed before the connection broke: the caller must not undo anything.
+      throw isDatabaseUnavailableError(error) ? new CommitOutcomeUnknownError(error as Error) : error;
+    }
     return result;
   } catch (error) {
     await client.query('ROLLBACK').catch(() => undefined);
+    // A client whose connection broke must not go back to the pool for the next request.
+    released = true;
+    client.release(isDatabaseUnavailableError(error) ? (error as Error) : undefined);
     throw error;
   } finally {
-    client.release();
+    if (!released) client.release();
   }
 }
 

@@ -1,7 +1,13 @@
+import { randomUUID } from 'node:crypto';
 import type { Pool } from 'pg';
 import type { TokenVault } from '../crypto/token-vault';
 import { AppError, databaseUnavailable, notFound } from '../errors';
-import { isUniqueViolation, withTransaction } from '../db/pool';
+import {
+  CommitOutcomeUnknownError,
+  isDatabaseUnavailableError,
+  isUniqueViolation,
+  withTransaction,
+} from '../db/pool';
 import type { Logger } from '../logger';
 import type { AccountProvider, ProviderAccount } from '../provider/account-provider';
 import { ProviderError } from '../provider/provider-error';
@@ -22,11 +28,13 @@ import {
   recordExchangedToken,
   releaseExchangeClaim,
   type AccountRow,
+  type ExchangeClaim,
   type ExchangeRow,
 } from '../repository/connections-repository';
 import { recordEvent, type EventRecord } from '../repository/events-repository';
 import { enqueueItemRemoval } from '../repository/outbox-repository';
 import { EXCHANGE_CLAIM_STALE_AFTER_MS } from '../time-budgets';
+import { InFlightWork } from './in-flight-work';
 import type { OutboxProcessor } from './outbox-processor';
 import type { RateLimits } from './rate-limits';
 
@@ -50,6 +58,8 @@ export interface ConnectedAccount {
 /** Seams for tests that must stop at an exact point: a database outage, a race window. */
 export interface ConnectionHooks {
   afterProviderExchange?: () => Promise<void>;
+  beforeConnectionCommit?: () => Promise<void>;
+  afterConnectionStored?: () => Promise<void>;
   afterAccountDeleted?: () => Promise<void>;
 }
 
@@ -79,6 +89,42 @@ export function signAccounts(
   return `${institutionId}|${pairs.join(',')}`;
 }
 
+const EXCHANGE_FAILED_DETAIL =
+  'An earlier exchange of this public token failed and its connection was discarded; start Link again.';
+
+/** Waiting on a concurrent exchange: 50 ms doubling to 1 s, jittered, so waiters barely touch the database. */
+function waiterBackoffMs(round: number): number {
+  const ceiling = Math.min(1_000, 50 * 2 ** round);
+  return ceiling / 2 + Math.random() * (ceiling / 2);
+}
+
+interface ExchangeInput {
+  publicToken: string;
+  subscriptionUserId: string;
+  appName: string;
+  metadata?: LinkMetadata | undefined;
+}
+
+interface ExchangedItem {
+  accessToken: string;
+  itemId: string;
+  ciphertext: string;
+}
+
+interface NewConnection {
+  accounts: ProviderAccount[];
+  institutionId: string;
+  institutionName: string;
+}
+
+/** The claim was taken from this request (a sweeper abandoned its exchange); nothing may be stored. */
+class ExchangeClaimLostError extends Error {
+  constructor() {
+    super('the exchange claim was lost before the connection could be stored');
+    this.name = 'ExchangeClaimLostError';
+  }
+}
+
 const duplicateInstitution = () =>
   new AppError(409, 'DUPLICATE_INSTITUTION', 'Institution already connected', {
     detail: 'This user already has an active connection to this institution with the same accounts.',
@@ -92,6 +138,7 @@ const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
  */
 export class ConnectionService {
   private readonly hooks: ConnectionHooks;
+  private readonly billedWork = new InFlightWork();
 
   constructor(private readonly deps: ConnectionServiceDeps) {
     this.hooks = deps.hooks ?? {};
@@ -130,18 +177,13 @@ export class ConnectionService {
     return { link_token: token.linkToken, expiration: token.expiration };
   }
 
-  async exchangePublicToken(input: {
-    publicToken: string;
-    subscriptionUserId: string;
-    appName: string;
-    metadata?: LinkMetadata | undefined;
-  }): Promise<ConnectedAccount[]> {
+  async exchangePublicToken(input: ExchangeInput): Promise<ConnectedAccount[]> {
     const { pool, vault } = this.deps;
     const fingerprint = vault.fingerprint(input.publicToken);
     const deadline = Date.now() + (this.deps.concurrentExchangeWaitMs ?? 15_000);
     let limited = false;
-    for (;;) {
-      const existing = await findExchange(pool, fingerprint);
+    for (let round = 0; ; round += 1) {
+      const existing = await findExchange(pool, fingerprint, CLAIM_STALE_AFTER_SECONDS);
       if (existing && existing.subscription_user_id !== input.subscriptionUserId) {
         throw notFound('This public token does not belong to this user.');
       }
@@ -153,14 +195,15 @@ export class ConnectionService {
         limited = true;
         if (input.metadata) await this.refuseDuplicateFromMetadata(input, input.metadata);
       }
-      if (!existing || existing.state === 'claimed') {
-        const claimed = await claimExchange(pool, {
+      if (!existing || existing.claim_is_stale) {
+        const claim = await claimExchange(pool, {
           fingerprint,
+          claimId: randomUUID(),
           subscriptionUserId: input.subscriptionUserId,
           appName: input.appName,
           staleAfterSeconds: CLAIM_STALE_AFTER_SECONDS,
         });
-        if (claimed) return this.performExchange(input, fingerprint);
+        if (claim) return this.billedWork.run(() => this.performExchange(input, claim));
       }
       // Another request holds this public token right now: wait for its answer and give the same one.
       if (Date.now() > deadline) {
@@ -169,8 +212,13 @@ export class ConnectionService {
           retryAfterSeconds: 1,
         });
       }
-      await sleep(POLL_INTERVAL_MS);
+      await sleep(waiterBackoffMs(round));
     }
+  }
+
+  /** Resolves once every exchange whose provider call has started is stored or queued for removal. */
+  async drain(): Promise<void> {
+    await this.billedWork.drain();
   }
 
   async removeAccount(input: {
@@ -271,117 +319,181 @@ export class ConnectionService {
     throw duplicateInstitution();
   }
 
-  private async performExchange(
-    input: { publicToken: string; subscriptionUserId: string; appName: string },
-    fingerprint: Buffer,
-  ): Promise<ConnectedAccount[]> {
-    const { pool, vault, provider, logger } = this.deps;
-    let exchanged: { accessToken: string; itemId: string };
+  /**
+   * The exchange in named steps. Each step undoes only what did not commit: once the connection's
+   * transaction committed, the answer is built from memory and nothing is compensated.
+   */
+  private async performExchange(input: ExchangeInput, claim: ExchangeClaim): Promise<ConnectedAccount[]> {
+    const exchanged = await this.exchangeAtProvider(input, claim);
+    await this.keepExchangedToken(claim, exchanged);
+    const connection = await this.describeNewConnection(input, claim, exchanged);
+    await this.storeConnection(input, claim, exchanged, connection);
+    await this.hooks.afterConnectionStored?.();
+    return connection.accounts.map((account) => ({
+      provider_account_id: account.accountId,
+      name: account.name,
+      official_name: account.officialName,
+      mask: account.mask,
+      type: account.type,
+      subtype: account.subtype,
+      institution_id: connection.institutionId,
+      institution_name: connection.institutionName,
+      access_token: exchanged.accessToken,
+    }));
+  }
+
+  /** Undo on failure: the claim goes back (by its holder), since the provider made nothing we know of. */
+  private async exchangeAtProvider(input: ExchangeInput, claim: ExchangeClaim): Promise<ExchangedItem> {
     try {
-      exchanged = await this.callProvider('item/public_token/exchange', input, () =>
-        provider.exchangePublicToken(input.publicToken),
+      const exchanged = await this.callProvider('item/public_token/exchange', input, () =>
+        this.deps.provider.exchangePublicToken(input.publicToken),
       );
+      return { ...exchanged, ciphertext: this.deps.vault.encrypt(exchanged.accessToken, exchanged.itemId) };
     } catch (error) {
-      await releaseExchangeClaim(pool, fingerprint).catch((releaseError: unknown) =>
-        logger.error({ err: releaseError }, 'could not release the exchange claim'),
+      await releaseExchangeClaim(this.deps.pool, claim).catch((releaseError: unknown) =>
+        this.deps.logger.error({ err: releaseError }, 'could not release the exchange claim'),
       );
       throw error;
     }
-    const { accessToken, itemId } = exchanged;
-    const ciphertext = vault.encrypt(accessToken, itemId);
+  }
 
-    // The provider now bills an Item that only this process knows about: keep its token first.
+  /** The provider now bills an Item only this process knows of: its token is stored before anything else. */
+  private async keepExchangedToken(claim: ExchangeClaim, exchanged: ExchangedItem): Promise<void> {
+    const { logger } = this.deps;
+    let failure: unknown;
     try {
       await this.hooks.afterProviderExchange?.();
-      await recordExchangedToken(pool, fingerprint, itemId, ciphertext);
+      if (await recordExchangedToken(this.deps.pool, claim, exchanged.itemId, exchanged.ciphertext)) return;
+      failure = new Error('the exchange claim was taken over before the token could be stored');
     } catch (error) {
-      logger.error({ err: error, itemId }, 'could not store a new access token; removing the Item');
-      await provider
-        .removeItem(accessToken)
-        .catch((removeError: unknown) =>
-          logger.error({ err: removeError, itemId }, 'could not remove an Item whose token was not stored'),
-        );
-      throw databaseUnavailable(error);
+      failure = error;
     }
+    // The token may or may not be stored; removing the Item is safe either way (a stored 'exchanged'
+    // row is swept into the outbox later, and the provider answers "already gone").
+    logger.error(
+      { err: failure, itemId: exchanged.itemId },
+      'could not store a new access token; removing the Item',
+    );
+    await this.deps.provider
+      .removeItem(exchanged.accessToken)
+      .catch((removeError: unknown) =>
+        logger.error(
+          { err: removeError, itemId: exchanged.itemId },
+          'could not remove an Item whose token was not stored',
+        ),
+      );
+    throw databaseUnavailable(failure);
+  }
 
-    let accounts: ProviderAccount[];
-    let institutionId: string;
-    let institutionName: string;
+  /** Undo on failure: the exchange is abandoned and its Item queued for removal. */
+  private async describeNewConnection(
+    input: ExchangeInput,
+    claim: ExchangeClaim,
+    exchanged: ExchangedItem,
+  ): Promise<NewConnection> {
     try {
-      const details = await this.callProvider('accounts/get', input, () => provider.getAccounts(accessToken));
-      if (!details.item.institutionId) {
+      const details = await this.callProvider('accounts/get', input, () =>
+        this.deps.provider.getAccounts(exchanged.accessToken),
+      );
+      const institutionId = details.item.institutionId;
+      if (!institutionId) {
         throw new ProviderError('invalid_response', 'accounts/get', {
           message: 'The provider did not say which institution the new connection belongs to.',
         });
       }
-      accounts = details.accounts;
-      institutionId = details.item.institutionId;
-      institutionName =
+      const institutionName =
         details.item.institutionName ??
         (await this.callProvider('institutions/get_by_id', input, () =>
-          provider.getInstitutionName(institutionId),
+          this.deps.provider.getInstitutionName(institutionId),
         ));
+      return { accounts: details.accounts, institutionId, institutionName };
     } catch (error) {
-      await this.abandonExchange(fingerprint, { itemId, ciphertext, failureCode: 'EXCHANGE_FAILED', input });
+      await this.abandonExchange(claim, exchanged, { failureCode: 'EXCHANGE_FAILED', input });
       throw error;
-    }
-
-    try {
-      const institutionRowId = await withTransaction(pool, async (client) => {
-        const id = await insertInstitution(client, {
-          subscriptionUserId: input.subscriptionUserId,
-          appName: input.appName,
-          providerItemId: itemId,
-          providerInstitutionId: institutionId,
-          institutionName,
-          accessTokenCiphertext: ciphertext,
-          accessTokenFingerprint: vault.fingerprint(accessToken),
-          accountsSignature: signAccounts(institutionId, accounts),
-        });
-        await insertAccounts(
-          client,
-          id,
-          accounts.map((account) => ({ ...account, providerAccountId: account.accountId })),
-        );
-        await finishExchange(client, fingerprint, { state: 'completed', institutionId: id });
-        await recordEvent(client, {
-          kind: 'exchange_completed',
-          subscriptionUserId: input.subscriptionUserId,
-          appName: input.appName,
-          providerInstitutionId: institutionId,
-          detail: { item_id: itemId, accounts: accounts.length },
-        });
-        return id;
-      });
-      const rows = await listAccountsOfInstitution(pool, institutionRowId);
-      return rows.map((row) => toConnectedAccount(row, accessToken));
-    } catch (error) {
-      if (isUniqueViolation(error, 'institutions_no_duplicate_connection')) {
-        await this.abandonExchange(fingerprint, {
-          itemId,
-          ciphertext,
-          failureCode: 'DUPLICATE_INSTITUTION',
-          input,
-          institutionId,
-        });
-        throw duplicateInstitution();
-      }
-      logger.error({ err: error, itemId }, 'could not store the new connection; removing the Item');
-      await this.abandonExchange(fingerprint, { itemId, ciphertext, failureCode: 'EXCHANGE_FAILED', input });
-      throw databaseUnavailable(error);
     }
   }
 
   /**
-   * Gives up on an exchanged Item: the exchange record and an outbox row commit together, then the
-   * removal is attempted at once. If even that cannot be written, the Item is removed directly; the
-   * stored 'exchanged' record is the last resort, swept into the outbox by the worker.
+   * One transaction stores the connection, its accounts, the finished exchange and the event. Undo
+   * only when it certainly did not commit; when the COMMIT's answer was lost, leave the exchanged
+   * record as it is: a replay reads whatever committed, and the sweeper removes an Item that did not.
+   */
+  private async storeConnection(
+    input: ExchangeInput,
+    claim: ExchangeClaim,
+    exchanged: ExchangedItem,
+    connection: NewConnection,
+  ): Promise<void> {
+    const { pool, vault, logger } = this.deps;
+    const signature = signAccounts(connection.institutionId, connection.accounts);
+    try {
+      await withTransaction(pool, async (client) => {
+        const id = await insertInstitution(client, {
+          subscriptionUserId: input.subscriptionUserId,
+          appName: input.appName,
+          providerItemId: exchanged.itemId,
+          providerInstitutionId: connection.institutionId,
+          institutionName: connection.institutionName,
+          accessTokenCiphertext: exchanged.ciphertext,
+          accessTokenFingerprint: vault.fingerprint(exchanged.accessToken),
+          accountsSignature: signature,
+        });
+        await insertAccounts(
+          client,
+          id,
+          connection.accounts.map((account) => ({ ...account, providerAccountId: account.accountId })),
+        );
+        if (!(await finishExchange(client, claim, { state: 'completed', institutionId: id }))) {
+          throw new ExchangeClaimLostError();
+        }
+        await recordEvent(client, {
+          kind: 'exchange_completed',
+          subscriptionUserId: input.subscriptionUserId,
+          appName: input.appName,
+          providerInstitutionId: connection.institutionId,
+          detail: { item_id: exchanged.itemId, accounts: connection.accounts.length },
+        });
+        await this.hooks.beforeConnectionCommit?.();
+      });
+    } catch (error) {
+      if (error instanceof CommitOutcomeUnknownError) {
+        logger.error(
+          { err: error, itemId: exchanged.itemId },
+          'the connection may or may not have been stored; leaving it to a replay or the sweeper',
+        );
+        throw databaseUnavailable(error);
+      }
+      if (error instanceof ExchangeClaimLostError) {
+        // Someone else (the sweeper) already abandoned this exchange and queued its Item's removal.
+        throw new AppError(409, 'EXCHANGE_FAILED', 'Exchange failed', { detail: EXCHANGE_FAILED_DETAIL });
+      }
+      if (isUniqueViolation(error, 'institutions_no_duplicate_connection')) {
+        await this.abandonExchange(claim, exchanged, {
+          failureCode: 'DUPLICATE_INSTITUTION',
+          input,
+          institutionId: connection.institutionId,
+        });
+        throw duplicateInstitution();
+      }
+      logger.error(
+        { err: error, itemId: exchanged.itemId },
+        'could not store the new connection; removing the Item',
+      );
+      await this.abandonExchange(claim, exchanged, { failureCode: 'EXCHANGE_FAILED', input });
+      throw isDatabaseUnavailableError(error) ? databaseUnavailable(error) : error;
+    }
+  }
+
+  /**
+   * Gives up on an exchanged Item that was never stored: the exchange record (still this claim's
+   * 'exchanged' row) and an outbox row commit together, then the removal is attempted at once. If even
+   * that cannot be written, the Item is removed directly; the 'exchanged' record is the last resort,
+   * swept into the outbox by the worker.
    */
   private async abandonExchange(
-    fingerprint: Buffer,
+    claim: ExchangeClaim,
+    exchanged: ExchangedItem,
     failure: {
-      itemId: string;
-      ciphertext: string;
       failureCode: 'DUPLICATE_INSTITUTION' | 'EXCHANGE_FAILED';
       input: { subscriptionUserId: string; appName: string };
       institutionId?: string;
@@ -390,11 +502,16 @@ export class ConnectionService {
     const { pool, logger } = this.deps;
     try {
       const outboxId = await withTransaction(pool, async (client) => {
-        await finishExchange(client, fingerprint, { state: 'abandoned', failureCode: failure.failureCode });
+        const abandoned = await finishExchange(client, claim, {
+          state: 'abandoned',
+          failureCode: failure.failureCode,
+        });
+        // Not ours any more: whoever abandoned it queued the removal.
+        if (!abandoned) return undefined;
         const id = await enqueueItemRemoval(client, {
           reason: failure.failureCode === 'DUPLICATE_INSTITUTION' ? 'duplicate_refused' : 'exchange_failed',
-          providerItemId: failure.itemId,
-          accessTokenCiphertext: failure.ciphertext,
+          providerItemId: exchanged.itemId,
+          accessTokenCiphertext: exchanged.ciphertext,
         });
         if (failure.failureCode === 'DUPLICATE_INSTITUTION') {
           await recordEvent(client, {
@@ -402,23 +519,30 @@ export class ConnectionService {
             subscriptionUserId: failure.input.subscriptionUserId,
             appName: failure.input.appName,
             providerInstitutionId: failure.institutionId ?? null,
-            detail: { before_exchange: false, item_id: failure.itemId },
+            detail: { before_exchange: false, item_id: exchanged.itemId },
           });
         }
         return id;
       });
-      await this.deliverRemoval(outboxId);
+      if (outboxId) await this.deliverRemoval(outboxId);
     } catch (error) {
+      if (error instanceof CommitOutcomeUnknownError) {
+        // If it committed, the outbox owns the removal; if not, the sweeper does. Either way, no more here.
+        logger.error(
+          { err: error, itemId: exchanged.itemId },
+          'abandoning the exchange may not have committed',
+        );
+        return;
+      }
       logger.error(
-        { err: error, itemId: failure.itemId },
+        { err: error, itemId: exchanged.itemId },
         'could not queue the Item removal; removing it directly',
       );
-      const accessToken = this.deps.vault.decrypt(failure.ciphertext, failure.itemId);
       await this.deps.provider
-        .removeItem(accessToken)
+        .removeItem(exchanged.accessToken)
         .catch((removeError: unknown) =>
           logger.error(
-            { err: removeError, itemId: failure.itemId },
+            { err: removeError, itemId: exchanged.itemId },
             'Item removal failed; the sweeper will retry',
           ),
         );
@@ -437,10 +561,7 @@ export class ConnectionService {
 
   private abandonedExchangeError(existing: ExchangeRow): AppError {
     if (existing.failure_code === 'DUPLICATE_INSTITUTION') return duplicateInstitution();
-    return new AppError(409, 'EXCHANGE_FAILED', 'Exchange failed', {
-      detail:
-        'An earlier exchange of this public token failed and its connection was discarded; start Link again.',
-    });
+    return new AppError(409, 'EXCHANGE_FAILED', 'Exchange failed', { detail: EXCHANGE_FAILED_DETAIL });
   }
 
   /** The removal committed locally; one attempt at the provider now, the worker retries the rest. */

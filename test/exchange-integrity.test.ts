@@ -1,0 +1,146 @@
+import type { PoolClient } from 'pg';
+import { enqueueAbandonedExchanges } from '../src/repository/outbox-repository';
+import {
+  asWebsite,
+  linkPublicToken,
+  rowsOf,
+  startService,
+  uniqueUserId,
+  type ServiceContext,
+} from './support/service';
+
+const exchange = (service: ServiceContext, body: Record<string, unknown>) =>
+  service.http
+    .post('/exchange-public-token')
+    .set(asWebsite)
+    .send({ app_name: 'Budget App', ...body });
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+describe('an exchange never undoes what committed', () => {
+  let service: ServiceContext;
+  let afterStored: (() => Promise<void>) | undefined;
+  beforeAll(async () => {
+    // One pooled connection, so that holding it makes any later checkout time out (2 s).
+    service = await startService({
+      poolMax: 1,
+      hooks: { afterConnectionStored: () => afterStored?.() ?? Promise.resolve() },
+    });
+  });
+  beforeEach(() => {
+    service.emulator.clearFaults();
+    service.emulator.clearCalls();
+    afterStored = undefined;
+  });
+  afterAll(() => service.close());
+
+  it('when the pool times out right after the connection committed, then the answer is 200 from memory and the Item stays', async () => {
+    const user = uniqueUserId();
+    const publicToken = linkPublicToken(service);
+    let held: PoolClient | undefined;
+    afterStored = async () => {
+      held = await service.deps.pool.connect();
+      afterStored = undefined;
+      // Longer than the pool's connect timeout: any read-back now fails as a real pool timeout would.
+      setTimeout(() => held?.release(), 2_500);
+    };
+
+    const response = await exchange(service, { public_token: publicToken, subscription_user_id: user });
+    await sleep(2_600);
+    const replay = await exchange(service, { public_token: publicToken, subscription_user_id: user });
+
+    expect(response.status).toBe(200);
+    expect(response.body.accounts).toHaveLength(12);
+    const accessToken = response.body.accounts[0].access_token as string;
+    expect(replay.status).toBe(200);
+    expect(replay.body).toEqual(response.body);
+    expect(
+      await rowsOf(service, `SELECT account_count FROM institutions WHERE subscription_user_id = $1`, [user]),
+    ).toEqual([{ account_count: 12 }]);
+    expect(await rowsOf(service, `SELECT reason FROM outbox WHERE reason <> 'institution_removed'`)).toEqual(
+      [],
+    );
+    expect(service.emulator.calls('/item/remove')).toEqual([]);
+    expect(service.emulator.items().map((item) => item.access_token)).toContain(accessToken);
+  });
+});
+
+describe('an exchange changes only the state its claim holds', () => {
+  let service: ServiceContext;
+  beforeAll(async () => {
+    service = await startService();
+  });
+  beforeEach(() => {
+    service.emulator.clearFaults();
+    service.emulator.clearCalls();
+  });
+  afterAll(() => service.close());
+
+  it('when the sweeper abandons an exchange while it is still reading accounts, then the exchange stores nothing and the Item is removed once', async () => {
+    const user = uniqueUserId();
+    const publicToken = linkPublicToken(service);
+    service.emulator.injectFault({ path: '/accounts/get', delay_ms: 1_000 });
+
+    // supertest sends on then(); start it now.
+    const pending = exchange(service, { public_token: publicToken, subscription_user_id: user }).then(
+      (sent) => sent,
+    );
+    // The token is stored as 'exchanged' long before accounts/get answers; the sweeper takes it then.
+    let swept = 0;
+    for (let tries = 0; swept === 0 && tries < 40; tries += 1) {
+      await sleep(25);
+      swept = await enqueueAbandonedExchanges(service.deps.pool, 0);
+    }
+    const response = await pending;
+    await service.deps.outbox.runOnce();
+
+    expect(swept).toBe(1);
+    expect(response.status).toBe(409);
+    expect(response.body.code).toBe('EXCHANGE_FAILED');
+    expect(
+      await rowsOf(service, `SELECT 1 FROM institutions WHERE subscription_user_id = $1`, [user]),
+    ).toEqual([]);
+    expect(
+      await rowsOf(
+        service,
+        `SELECT e.state, o.reason, o.state AS removal FROM exchanges e
+           JOIN outbox o ON o.provider_item_id = e.provider_item_id
+          WHERE e.subscription_user_id = $1`,
+        [user],
+      ),
+    ).toEqual([{ state: 'abandoned', reason: 'exchange_abandoned', removal: 'done' }]);
+    expect(service.emulator.calls('/item/remove')).toHaveLength(1);
+    expect(service.emulator.calls('/item/remove')[0]!.status).toBe(200);
+  });
+
+  it('when twenty identical exchanges wait on a slow Plaid, then the waiters poll with backoff, not every 50 ms', async () => {
+    const user = uniqueUserId();
+    const publicToken = linkPublicToken(service);
+    service.emulator.injectFault({ path: '/item/public_token/exchange', delay_ms: 1_500 });
+    const pool = service.deps.pool;
+    const query = pool.query.bind(pool);
+    let queries = 0;
+    // Observes, does not replace: every query still reaches Postgres.
+    pool.query = ((...args: Parameters<typeof query>) => {
+      queries += 1;
+      return query(...args);
+    }) as typeof pool.query;
+
+    let responses;
+    try {
+      responses = await Promise.all(
+        Array.from({ length: 20 }, () =>
+          exchange(service, { public_token: publicToken, subscription_user_id: user }),
+        ),
+      );
+    } finally {
+      pool.query = query;
+    }
+
+    expect(responses.map((response) => response.status)).toEqual(Array(20).fill(200));
+    expect(service.emulator.calls('/item/public_token/exchange')).toHaveLength(1);
+    // Polling every 50 ms would be 19 waiters x 2 queries x 30 rounds (about 1,100); backoff to 1 s
+    // keeps it to about 19 x 7 rounds of one query.
+    expect(queries).toBeLessThan(300);
+  });
+});

@@ -1,3 +1,5 @@
+import { randomBytes } from 'node:crypto';
+import { deriveCursorKey, encodeCursor } from '../src/crypto/admin-cursor';
 import {
   asAdmin,
   asWebsite,
@@ -141,6 +143,48 @@ describe('GET /admin/accounts', () => {
     expect(response.status).toBe(400);
     expect(response.body.code).toBe('VALIDATION_FAILED');
     expect(response.body.errors).toEqual([expect.objectContaining({ field })]);
+  });
+
+  describe('a cursor the service did not issue', () => {
+    const base64url = (text: string) => Buffer.from(text).toString('base64url');
+    const flipLast = (cursor: string) => `${cursor.slice(0, -1)}${cursor.endsWith('A') ? 'B' : 'A'}`;
+    const flipFirst = (cursor: string) => `${cursor.startsWith('A') ? 'B' : 'A'}${cursor.slice(1)}`;
+    const ownKey = () => deriveCursorKey(service.config.tokenHmacKey);
+    let issued: string;
+
+    beforeAll(async () => {
+      issued = (await list({ limit: 1 })).body.next_cursor;
+    });
+
+    it.each<[string, () => string]>([
+      ['an unsigned id past bigint (the old format)', () => base64url('a1:9999999999999999999')],
+      ['an unsigned small id (the old format)', () => base64url('a1:1')],
+      ['an issued cursor with its MAC changed', () => flipLast(issued)],
+      ['an issued cursor with its id changed', () => flipFirst(issued)],
+      ['an issued cursor with padding added', () => `${issued}==`],
+      ['an issued cursor with junk in it', () => `${issued.slice(0, 10)}.${issued.slice(10)}`],
+      ['a cursor of the right length that is all zeros', () => 'A'.repeat(32)],
+      ['a cursor signed with another key', () => encodeCursor(deriveCursorKey(randomBytes(32)), '1')],
+      ['a validly signed id of 0', () => encodeCursor(ownKey(), '0')],
+      ['a validly signed id past bigint', () => encodeCursor(ownKey(), String(2n ** 63n))],
+    ])('when the cursor is %s, then 400 naming cursor', async (_name, cursor) => {
+      const response = await list({ cursor: cursor() });
+
+      expect(response.status).toBe(400);
+      expect(response.body).toMatchObject({ code: 'VALIDATION_FAILED' });
+      expect(response.body.errors).toEqual([
+        { field: 'cursor', message: 'is not a cursor this service issued' },
+      ]);
+    });
+
+    it('when an issued cursor is sent back unchanged, then the next page comes back', async () => {
+      const response = await list({ limit: 1, cursor: issued });
+
+      expect(response.status).toBe(200);
+      expect(response.body.accounts.map((account: Listed) => account.provider_account_id)).toEqual([
+        allIds[1],
+      ]);
+    });
   });
 
   it('when the limit is exactly 1000, then it is accepted', async () => {

@@ -6,11 +6,11 @@ import path from 'node:path';
 import { parseArgs } from 'node:util';
 import autocannon from 'autocannon';
 import { Client, Pool } from 'pg';
+import { deriveCursorKey, encodeCursor } from '../crypto/admin-cursor';
 import { TokenVault } from '../crypto/token-vault';
 import { migrateDatabase } from '../db/migrate';
 import { findFreePort } from '../free-port';
 import { createLogger } from '../logger';
-import { encodeCursor } from '../services/admin';
 import { findAnySubscriptionUser, findLastAccountId } from '../repository/seed-repository';
 import { seedDatabase } from './seed';
 
@@ -146,7 +146,7 @@ async function run(): Promise<void> {
     });
     const url = `http://127.0.0.1:${port}`;
     await waitForHealth(url, child);
-    const deepCursor = encodeCursor(String(Number(lastAccount) - 150));
+    const deepCursor = encodeCursor(deriveCursorKey(hmacKey), String(Number(lastAccount) - 150));
     print('');
     print(`admin endpoints at ${accounts.toLocaleString('en-US')} accounts (${seconds} s each):`);
     await measure('first page (limit=100)', `${url}/admin/accounts?limit=100`, adminSecret, seconds);

@@ -1,5 +1,6 @@
 import type { Pool, PoolClient } from 'pg';
 import QueryStream from 'pg-query-stream';
+import { withTransaction } from '../db/pool';
 import type { Queryable } from './connections-repository';
 
 export interface AccountFilters {
@@ -66,6 +67,18 @@ export async function listAccountsPage(
   return rows;
 }
 
+/**
+ * Readies a checked-out connection for one export. An export can outlast the pool's statement
+ * timeout: it is bounded by the client reading instead (a stall aborts it). The application name
+ * lets an operator tell export sessions apart in pg_stat_activity. The session no longer matches
+ * the pool's settings, so the caller must destroy the connection, never return it to the pool.
+ */
+export async function prepareExportSession(client: PoolClient): Promise<void> {
+  await client.query(
+    `SET statement_timeout = 0; SET application_name = 'account-connection-service-admin-export'`,
+  );
+}
+
 /** A server-side cursor over every matching account; the caller owns (and releases) the client. */
 export function streamAccounts(client: PoolClient, filters: AccountFilters): QueryStream {
   const { text, values } = accountQuery(filters, undefined, undefined);
@@ -86,27 +99,35 @@ export interface StatsRows {
   outbox: { state: string; count: number }[];
 }
 
+/** One snapshot on one connection: the figures agree with each other, and stats take one connection. */
 export async function readStats(pool: Pool, now: Date, topInstitutionLimit: number): Promise<StatsRows> {
-  const [totals, byApp, topInstitutions, byType, activity, outbox] = await Promise.all([
+  return withTransaction(pool, async (db) => {
+    await db.query('SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY');
     // Distinct users are counted by grouping, not count(DISTINCT): it can use the index and a hash.
-    pool.query(`SELECT (SELECT count(*) FROM (SELECT subscription_user_id FROM institutions GROUP BY 1) u)::int AS users,
-                       count(*)::int AS institutions, coalesce(sum(account_count), 0)::int AS accounts
-                  FROM institutions`),
-    pool.query(`SELECT app_name, count(*)::int AS users, sum(institutions)::int AS institutions,
-                       sum(accounts)::int AS accounts
-                  FROM (SELECT app_name, subscription_user_id, count(*) AS institutions, sum(account_count) AS accounts
-                          FROM institutions GROUP BY app_name, subscription_user_id) per_user
-                 GROUP BY app_name ORDER BY accounts DESC, app_name`),
-    pool.query(
+    const totals = await db.query(
+      `SELECT (SELECT count(*) FROM (SELECT subscription_user_id FROM institutions GROUP BY 1) u)::int AS users,
+              count(*)::int AS institutions, coalesce(sum(account_count), 0)::int AS accounts
+         FROM institutions`,
+    );
+    const byApp = await db.query(
+      `SELECT app_name, count(*)::int AS users, sum(institutions)::int AS institutions,
+              sum(accounts)::int AS accounts
+         FROM (SELECT app_name, subscription_user_id, count(*) AS institutions, sum(account_count) AS accounts
+                 FROM institutions GROUP BY app_name, subscription_user_id) per_user
+        GROUP BY app_name ORDER BY accounts DESC, app_name`,
+    );
+    const topInstitutions = await db.query(
       `SELECT provider_institution_id AS institution_id, min(institution_name) AS institution_name,
               count(*)::int AS institutions, sum(account_count)::int AS accounts
          FROM institutions
         GROUP BY provider_institution_id ORDER BY institutions DESC, accounts DESC, institution_id LIMIT $1`,
       [topInstitutionLimit],
-    ),
-    pool.query(`SELECT type, subtype, count(*)::int AS accounts FROM accounts
-                 GROUP BY type, subtype ORDER BY accounts DESC, type, subtype`),
-    pool.query(
+    );
+    const byType = await db.query(
+      `SELECT type, subtype, count(*)::int AS accounts FROM accounts
+        GROUP BY type, subtype ORDER BY accounts DESC, type, subtype`,
+    );
+    const activity = await db.query(
       `SELECT kind,
               count(*) FILTER (WHERE occurred_at > $1::timestamptz - interval '24 hours')::int AS last_24h,
               count(*) FILTER (WHERE occurred_at > $1::timestamptz - interval '7 days')::int AS last_7d,
@@ -115,15 +136,17 @@ export async function readStats(pool: Pool, now: Date, topInstitutionLimit: numb
         WHERE occurred_at > $1::timestamptz - interval '30 days' AND occurred_at <= $1::timestamptz
         GROUP BY kind`,
       [now],
-    ),
-    pool.query(`SELECT state, count(*)::int AS count FROM outbox WHERE state <> 'done' GROUP BY state`),
-  ]);
-  return {
-    totals: totals.rows[0],
-    byApp: byApp.rows,
-    topInstitutions: topInstitutions.rows,
-    byType: byType.rows,
-    activity: activity.rows,
-    outbox: outbox.rows,
-  };
+    );
+    const outbox = await db.query(
+      `SELECT state, count(*)::int AS count FROM outbox WHERE state <> 'done' GROUP BY state`,
+    );
+    return {
+      totals: totals.rows[0],
+      byApp: byApp.rows,
+      topInstitutions: topInstitutions.rows,
+      byType: byType.rows,
+      activity: activity.rows,
+      outbox: outbox.rows,
+    };
+  });
 }

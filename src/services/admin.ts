@@ -1,8 +1,11 @@
 import { Transform, pipeline, type Readable } from 'node:stream';
-import type { Pool } from 'pg';
-import { validationFailed } from '../errors';
+import type { Pool, PoolClient } from 'pg';
+import { decodeCursor, encodeCursor } from '../crypto/admin-cursor';
+import { AppError, validationFailed } from '../errors';
+import type { Logger } from '../logger';
 import {
   listAccountsPage,
+  prepareExportSession,
   readStats,
   streamAccounts,
   type AccountFilters,
@@ -24,7 +27,6 @@ export interface AdminAccount {
   created_at: string;
 }
 
-const CURSOR_PREFIX = 'a1:';
 const EVENT_KINDS = [
   'link_token_created',
   'exchange_completed',
@@ -35,17 +37,23 @@ const EVENT_KINDS = [
 ] as const;
 const WINDOWS = { last_24h: 24 * 3600e3, last_7d: 7 * 24 * 3600e3, last_30d: 30 * 24 * 3600e3 } as const;
 
-export function encodeCursor(lastId: string): string {
-  return Buffer.from(`${CURSOR_PREFIX}${lastId}`).toString('base64url');
-}
+/** A busy export slot frees when an export finishes or stalls; a retry within seconds is reasonable. */
+const EXPORT_RETRY_AFTER_SECONDS = 10;
 
-export function decodeCursor(cursor: string): string {
-  const decoded = Buffer.from(cursor, 'base64url').toString('utf8');
-  const id = decoded.startsWith(CURSOR_PREFIX) ? decoded.slice(CURSOR_PREFIX.length) : '';
-  if (!/^\d{1,19}$/.test(id)) {
-    throw validationFailed([{ field: 'cursor', message: 'is not a cursor this service issued' }]);
-  }
-  return id;
+const exportCapacityReached = (slots: number) =>
+  new AppError(503, 'EXPORT_CAPACITY_REACHED', 'Export capacity reached', {
+    detail: `At most ${slots} account exports run at once; try again shortly, or read pages instead.`,
+    retryAfterSeconds: EXPORT_RETRY_AFTER_SECONDS,
+  });
+
+export interface AdminServiceOptions {
+  /** The admin pool: separate from the one the account endpoints use, so admin work cannot starve them. */
+  pool: Pool;
+  /** Signs page cursors; see deriveCursorKey. */
+  cursorKey: Buffer;
+  exportConcurrency: number;
+  exportStallTimeoutMs: number;
+  logger: Logger;
 }
 
 function toAdminAccount(row: AdminAccountRow): AdminAccount {
@@ -65,51 +73,101 @@ function toAdminAccount(row: AdminAccountRow): AdminAccount {
 
 /** Read-only views for operators: who is connected to what, and how linking is going. */
 export class AdminService {
-  constructor(private readonly pool: Pool) {}
+  private readonly pool: Pool;
+  private readonly cursorKey: Buffer;
+  private readonly logger: Logger;
+  /** Exports hold a connection each for as long as they run; one is always left for pages and stats. */
+  private readonly exportSlots: number;
+  private runningExports = 0;
+  /** How long an export may wait for its client to accept bytes before it is aborted. */
+  readonly exportStallTimeoutMs: number;
+
+  constructor(options: AdminServiceOptions) {
+    this.pool = options.pool;
+    this.cursorKey = options.cursorKey;
+    this.logger = options.logger;
+    this.exportSlots = Math.max(1, Math.min(options.exportConcurrency, (options.pool.options.max ?? 10) - 1));
+    this.exportStallTimeoutMs = options.exportStallTimeoutMs;
+  }
 
   async listAccounts(
     filters: AccountFilters,
     cursor: string | undefined,
     limit: number,
   ): Promise<{ accounts: AdminAccount[]; next_cursor: string | null }> {
-    const afterId = cursor === undefined ? undefined : decodeCursor(cursor);
+    const afterId = cursor === undefined ? undefined : this.afterIdOf(cursor);
     const rows = await listAccountsPage(this.pool, filters, afterId, limit + 1);
     const page = rows.slice(0, limit);
     const last = page[page.length - 1];
     return {
       accounts: page.map(toAdminAccount),
-      next_cursor: rows.length > limit && last ? encodeCursor(last.id) : null,
+      next_cursor: rows.length > limit && last ? encodeCursor(this.cursorKey, last.id) : null,
     };
   }
 
-  /** Every matching account, mapped, from a server-side cursor; `close` must be called when done. */
+  private afterIdOf(cursor: string): string {
+    const id = decodeCursor(this.cursorKey, cursor);
+    if (id === undefined) {
+      throw validationFailed([{ field: 'cursor', message: 'is not a cursor this service issued' }]);
+    }
+    return id;
+  }
+
+  /**
+   * Every matching account, mapped, from a server-side cursor on a connection of its own; `close`
+   * must be called when done. Refused, before anything is opened, while every export slot is taken.
+   */
   async openAccountStream(
     filters: AccountFilters,
   ): Promise<{ accounts: Readable; close: (error?: Error) => void }> {
-    const client = await this.pool.connect();
-    // An export can outlast the pool's statement timeout; it is bounded by the client staying connected.
-    await client.query('SET statement_timeout = 0');
-    const rows = streamAccounts(client, filters);
+    if (this.runningExports >= this.exportSlots) throw exportCapacityReached(this.exportSlots);
+    this.runningExports += 1;
+    let client: PoolClient;
+    try {
+      client = await this.pool.connect();
+    } catch (error) {
+      this.runningExports -= 1;
+      throw error;
+    }
     const accounts = new Transform({
       objectMode: true,
       transform(row: AdminAccountRow, _encoding, done) {
         done(null, toAdminAccount(row));
       },
     });
+    let rows: Readable | undefined;
     let released = false;
-    return {
-      // pipeline, not pipe: a failing cursor must fail the stream the caller reads.
-      accounts: pipeline(rows, accounts, () => undefined),
-      close: (error?: Error) => {
-        if (released) return;
-        released = true;
-        rows.destroy();
-        // The session's statement_timeout was changed: never hand this connection back to the pool.
-        client.release(error ?? true);
-      },
+    const close = (error?: Error) => {
+      if (released) return;
+      released = true;
+      rows?.destroy();
+      // The session's settings were changed: never hand this connection back to the pool.
+      client.release(error ?? true);
+      client.removeListener('error', onConnectionLost);
+      this.runningExports -= 1;
     };
+    // A lost connection (failover, terminated backend) must end the export, not the process. The
+    // error goes to the stream the caller reads, not to the cursor: a cursor on a dead connection
+    // waits forever for the server to confirm it closed.
+    const onConnectionLost = (error: Error) => {
+      this.logger.warn({ err: error }, 'account export lost its database connection');
+      accounts.destroy(error);
+      close(error);
+    };
+    client.on('error', onConnectionLost);
+    try {
+      await prepareExportSession(client);
+      rows = streamAccounts(client, filters);
+    } catch (error) {
+      close(error as Error);
+      throw error;
+    }
+    // pipeline, not pipe: a failing cursor must fail the stream the caller reads.
+    pipeline(rows, accounts, () => undefined);
+    return { accounts, close };
   }
 
+  /** Runs on one connection of the admin pool (one snapshot), so stats cannot crowd out anything else. */
   async stats(now: Date, topInstitutions = 10) {
     const rows = await readStats(this.pool, now, topInstitutions);
     const activity = Object.fromEntries(

@@ -107,6 +107,7 @@ export async function startService(options: ServiceOptions = {}): Promise<Servic
     close: async () => {
       await deps.outbox.stop();
       await deps.pool.end();
+      await deps.adminPool.end();
       if (!options.emulator) await emulator.close();
       if (!options.database) await database.drop();
       rmSync(env.DATA_DIR!, { recursive: true, force: true });

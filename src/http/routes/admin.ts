@@ -31,6 +31,14 @@ const formats = {
     `${CSV_COLUMNS.map((column) => csvField(account[column])).join(',')}\n`,
 } as const;
 
+/**
+ * True while bytes wait for the client: the response is backpressured, or its end is still queued on
+ * the socket. False while the export waits on the database, which is not the client's stall.
+ */
+function clientIsBehind(res: Response): boolean {
+  return res.writableNeedDrain || (res.socket?.writableLength ?? 0) > 0;
+}
+
 async function streamExport(
   admin: AdminService,
   filters: AccountFilters,
@@ -48,10 +56,25 @@ async function streamExport(
       done(null, encode(account));
     },
   });
+  // The socket's inactivity timer restarts whenever the client takes bytes (Node also counts a
+  // partly written chunk), so it fires only after a whole stall timeout in which it took none.
+  let stalled = false;
+  res.setTimeout(admin.exportStallTimeoutMs, () => {
+    if (!clientIsBehind(res)) return;
+    stalled = true;
+    res.destroy();
+  });
   await new Promise<void>((resolve) => {
     pipeline(accounts, toLines, res, (error) => {
       close(error ?? undefined);
-      if (error) req.log.warn({ err: error }, 'account export ended early');
+      if (stalled) {
+        req.log.warn(
+          { stall_timeout_ms: admin.exportStallTimeoutMs },
+          'account export aborted: the client accepted no bytes within the stall timeout',
+        );
+      } else if (error) {
+        req.log.warn({ err: error }, 'account export ended early');
+      }
       resolve();
     });
   });

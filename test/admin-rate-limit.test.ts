@@ -1,0 +1,54 @@
+import { randomBytes } from 'node:crypto';
+import {
+  ADMIN_SECRET,
+  asAdmin,
+  asWebsite,
+  problemShape,
+  startService,
+  uniqueUserId,
+  type ServiceContext,
+} from './support/service';
+
+describe('admin rate limit', () => {
+  const otherAdminSecret = `admin-other-${randomBytes(16).toString('hex')}`;
+  const asOtherAdmin = { 'X-Internal-Secret': otherAdminSecret };
+  let service: ServiceContext;
+
+  beforeAll(async () => {
+    service = await startService({
+      env: { RATE_LIMIT_ADMIN_PER_MINUTE: '3', ADMIN_SECRET: `${ADMIN_SECRET},${otherAdminSecret}` },
+    });
+  });
+  afterAll(() => service.close());
+
+  it('when one admin secret goes over its requests per minute on any admin route, then 429 RATE_LIMITED with Retry-After, while another admin secret and the website are not limited', async () => {
+    const allowed = [
+      await service.http.get('/admin/accounts').set(asAdmin).query({ limit: 1 }),
+      await service.http.get('/admin/stats').set(asAdmin),
+      await service.http.get('/admin/accounts').set(asAdmin).set('Accept', 'text/csv'),
+    ];
+
+    const refused = await service.http.get('/admin/stats').set(asAdmin);
+    const refusedPage = await service.http.get('/admin/accounts').set(asAdmin);
+    const otherAdmin = await service.http.get('/admin/stats').set(asOtherAdmin);
+    const website = await service.http
+      .post('/create-link-token')
+      .set(asWebsite)
+      .send({ subscription_user_id: uniqueUserId(), app_name: 'Budget App' });
+
+    expect(allowed.map((response) => response.status)).toEqual([200, 200, 200]);
+    expect(refused.status).toBe(429);
+    expect(refused.headers['content-type']).toMatch(/^application\/problem\+json/);
+    expect(refused.body).toEqual({ ...problemShape, status: 429, code: 'RATE_LIMITED' });
+    expect(refused.body.detail).toContain('admin secret');
+    const retryAfter = Number(refused.headers['retry-after']);
+    expect(retryAfter).toBeGreaterThanOrEqual(1);
+    expect(retryAfter).toBeLessThanOrEqual(60);
+    expect(refusedPage.status).toBe(429);
+    expect(otherAdmin.status).toBe(200);
+    expect(website.status).toBe(200);
+    const logs = service.logs.join('');
+    expect(logs).not.toContain(ADMIN_SECRET);
+    expect(logs).not.toContain(otherAdminSecret);
+  });
+});

@@ -19,6 +19,7 @@ const SENSITIVE_KEYS = new Set([
 
 // Plaid tokens look like `<type>-<environment>-<uuid>`; they are scrubbed even from free text.
 const TOKEN_PATTERN = /\b(access|public|link|processor)-(sandbox|production|development)-[0-9a-f-]{8,}/gi;
+const TOKEN_SHAPE = new RegExp(TOKEN_PATTERN.source, 'i');
 const REDACTED = '[REDACTED]';
 const MAX_DEPTH = 8;
 
@@ -33,6 +34,40 @@ export function scrub(value: unknown, depth = 0): unknown {
     out[key] = SENSITIVE_KEYS.has(key.toLowerCase()) ? REDACTED : scrub(item, depth + 1);
   }
   return out;
+}
+
+function decodeQueryPart(part: string): string {
+  try {
+    return decodeURIComponent(part.replace(/\+/g, ' '));
+  } catch {
+    return part;
+  }
+}
+
+/**
+ * A request URL fit for the log: the value of every sensitive or token-shaped query parameter is
+ * replaced, the path and the other parameter names stay. Names and values are judged decoded, so
+ * `access%5Ftoken=` or a percent-encoded token is caught too. A URL without a query costs one scan.
+ */
+export function redactUrl(url: string): string {
+  const queryStart = url.indexOf('?');
+  if (queryStart === -1) return url.replace(TOKEN_PATTERN, REDACTED);
+  const path = url.slice(0, queryStart).replace(TOKEN_PATTERN, REDACTED);
+  const query = url
+    .slice(queryStart + 1)
+    .split('&')
+    .map((pair) => {
+      const equals = pair.indexOf('=');
+      const name = decodeQueryPart(equals === -1 ? pair : pair.slice(0, equals));
+      if (TOKEN_SHAPE.test(name)) return REDACTED;
+      if (equals === -1) return pair;
+      const value = decodeQueryPart(pair.slice(equals + 1));
+      return SENSITIVE_KEYS.has(name.toLowerCase()) || TOKEN_SHAPE.test(value)
+        ? `${pair.slice(0, equals)}=${REDACTED}`
+        : pair;
+    })
+    .join('&');
+  return `${path}?${query}`;
 }
 
 const ERROR_FIELDS = [

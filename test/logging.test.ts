@@ -1,5 +1,5 @@
 import { AxiosError, AxiosHeaders } from 'axios';
-import { createLogger, serializeError } from '../src/logger';
+import { createLogger, redactUrl, serializeError } from '../src/logger';
 import {
   ADMIN_SECRET,
   INTERNAL_SECRET,
@@ -67,6 +67,52 @@ describe('log redaction', () => {
   });
 });
 
+describe('request URLs in the log', () => {
+  let service: ServiceContext;
+  beforeAll(async () => {
+    service = await startService({ env: { LOG_LEVEL: 'info' } });
+  });
+  afterAll(() => service.close());
+
+  it('when a token is sent in the query string of a website or an admin request, then the logged URL names the parameter with its value redacted', async () => {
+    const user = uniqueUserId();
+    const exchange = await service.http
+      .post('/exchange-public-token')
+      .set(asWebsite)
+      .send({ public_token: linkPublicToken(service), subscription_user_id: user, app_name: 'Budget' });
+    const accessToken = exchange.body.accounts[0].access_token as string;
+    const loggedBefore = service.logs.length;
+
+    const link = await service.http
+      .post(`/create-link-token?access_token=${accessToken}&app=web`)
+      .set(asWebsite)
+      .set('X-Request-Id', 'query-token-website')
+      .send({ subscription_user_id: user, app_name: 'Budget' });
+    const stats = await service.http
+      .get(`/admin/stats?ACCESS_TOKEN=${encodeURIComponent(accessToken)}`)
+      .set(asAdmin)
+      .set('X-Request-Id', 'query-token-admin-stats');
+    const accounts = await service.http
+      .get(`/admin/accounts?subscription_user_id=${accessToken}&limit=5`)
+      .set(asAdmin)
+      .set('X-Request-Id', 'query-token-admin-accounts');
+
+    const lines = service.logs.slice(loggedBefore);
+    const urlLoggedFor = (requestId: string) =>
+      lines
+        .map((line) => JSON.parse(line) as { request_id?: string; req?: { url?: string } })
+        .find((entry) => entry.request_id === requestId && entry.req !== undefined)?.req?.url;
+    expect([link.status, stats.status, accounts.status]).toEqual([200, 200, 200]);
+    expect(lines.join('')).not.toContain(accessToken);
+    expect(lines.join('')).not.toContain(accessToken.slice('access-sandbox-'.length));
+    expect(urlLoggedFor('query-token-website')).toBe('/create-link-token?access_token=[REDACTED]&app=web');
+    expect(urlLoggedFor('query-token-admin-stats')).toBe('/admin/stats?ACCESS_TOKEN=[REDACTED]');
+    expect(urlLoggedFor('query-token-admin-accounts')).toBe(
+      '/admin/accounts?subscription_user_id=[REDACTED]&limit=5',
+    );
+  });
+});
+
 describe('the logger', () => {
   it('when an object carries tokens and secrets at any depth, then they are replaced', () => {
     const lines: string[] = [];
@@ -90,6 +136,22 @@ describe('the logger', () => {
     const line = lines.join('');
     expect(line).not.toMatch(/access-sandbox|link-sandbox|public-production|hunter2|"plaid"|"p"|"s"/);
     expect(JSON.parse(line).body.nested.secret).toBe('[REDACTED]');
+  });
+
+  it('when a URL carries tokens or secrets in its query, then only their values are replaced', () => {
+    const token = 'access-sandbox-11111111-2222-3333-4444-555555555555';
+
+    expect(redactUrl('/admin/accounts')).toBe('/admin/accounts');
+    expect(redactUrl('/admin/accounts?limit=5&cursor=YTE6MTIz')).toBe(
+      '/admin/accounts?limit=5&cursor=YTE6MTIz',
+    );
+    expect(redactUrl(`/x?access%5Ftoken=abc&Secret=hunter2&password=&limit=5`)).toBe(
+      '/x?access%5Ftoken=[REDACTED]&Secret=[REDACTED]&password=[REDACTED]&limit=5',
+    );
+    expect(redactUrl(`/x?q=${encodeURIComponent(`see ${token}`)}&${token}&flag`)).toBe(
+      '/x?q=[REDACTED]&[REDACTED]&flag',
+    );
+    expect(redactUrl(`/items/${token}?a=%E0%A4%A`)).toBe('/items/[REDACTED]?a=%E0%A4%A');
   });
 
   it('when an AxiosError from the SDK is serialized, then its config, headers and body are left out', () => {

@@ -275,25 +275,29 @@ describe('the removal outbox', () => {
     }
   });
 
-  it('when removal keeps failing, then after the maximum attempts the row is dead and admin stats show it', async () => {
-    const service = await startService({ database, env: { OUTBOX_MAX_ATTEMPTS: '2' } });
+  it('when removal keeps failing past the retry horizon, then the row is dead and admin stats show it', async () => {
+    const service = await startService({ database });
     try {
       const user = uniqueUserId();
       const { accessToken } = await connectInstitution(service, user);
       service.emulator.injectFault({ path: '/item/remove', status: 500, count: 100 });
       await removeInstitution(service, user, accessToken);
-      await service.deps.pool.query(`UPDATE outbox SET next_attempt_at = now() WHERE state = 'pending'`);
+      const [removal] = await rowsOf(service, `SELECT id FROM outbox ORDER BY id DESC LIMIT 1`);
+      // Time passes in SQL: the removal was queued just over the retry horizon ago.
+      await service.deps.pool.query(
+        `UPDATE outbox SET next_attempt_at = now(), created_at = now() - make_interval(hours => $2 + 1)
+          WHERE id = $1`,
+        [removal!.id, service.config.outbox.retryHorizonHours],
+      );
 
       await service.deps.outbox.runOnce();
       const stats = await service.http.get('/admin/stats').set(asAdmin);
 
-      expect(
-        await rowsOf(
-          service,
-          `SELECT state, attempts FROM outbox WHERE provider_item_id = (SELECT provider_item_id FROM outbox ORDER BY id DESC LIMIT 1)`,
-        ),
-      ).toEqual([{ state: 'dead', attempts: 2 }]);
+      expect(await rowsOf(service, `SELECT state FROM outbox WHERE id = $1`, [removal!.id])).toEqual([
+        { state: 'dead' },
+      ]);
       expect(stats.body.provider_removals.dead).toBeGreaterThanOrEqual(1);
+      expect(itemExists(service, accessToken)).toBe(true);
     } finally {
       await service.close();
     }

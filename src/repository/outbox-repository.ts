@@ -41,25 +41,71 @@ export async function leaseDueRemovals(
   return rows;
 }
 
-export async function markRemovalDone(db: Queryable, id: string): Promise<void> {
-  await db.query(
-    `UPDATE outbox SET state = 'done', completed_at = now(), access_token_ciphertext = NULL, last_error = NULL
-      WHERE id = $1`,
-    [id],
-  );
+/** Who holds a lease: the row, and its attempt count when leased (each lease increments it). */
+export interface RemovalLease {
+  id: string;
+  attempts: number;
 }
 
-export async function markRemovalFailed(
-  db: Queryable,
-  id: string,
-  failure: { error: string; retryInSeconds: number; dead: boolean },
-): Promise<void> {
-  await db.query(
-    `UPDATE outbox SET last_error = $2, next_attempt_at = now() + make_interval(secs => $3),
-                       state = CASE WHEN $4 THEN 'dead' ELSE state END
-      WHERE id = $1`,
-    [id, failure.error, failure.retryInSeconds, failure.dead],
+/**
+ * Only the lease holder may finish a row: once a lease runs out another worker may lease the row again
+ * (attempts moves on), and the first worker's late answer must then change nothing.
+ * False when the lease was lost.
+ */
+export async function markRemovalDone(db: Queryable, lease: RemovalLease): Promise<boolean> {
+  const { rowCount } = await db.query(
+    `UPDATE outbox SET state = 'done', completed_at = now(), access_token_ciphertext = NULL, last_error = NULL
+      WHERE id = $1 AND state = 'pending' AND attempts = $2`,
+    [lease.id, lease.attempts],
   );
+  return rowCount === 1;
+}
+
+/**
+ * Records a failed attempt by the lease holder: retried after `retryInSeconds`, or dead once the row
+ * is older than the retry horizon (counted from `created_at`, which an admin retry restarts).
+ * Returns the row's new state, or undefined when the lease was lost.
+ */
+export async function recordFailedRemoval(
+  db: Queryable,
+  lease: RemovalLease,
+  failure: { error: string; retryInSeconds: number; retryHorizonHours: number },
+): Promise<'pending' | 'dead' | undefined> {
+  const { rows } = await db.query<{ state: 'pending' | 'dead' }>(
+    `UPDATE outbox SET last_error = $3, next_attempt_at = now() + make_interval(secs => $4),
+                       state = CASE WHEN created_at <= now() - make_interval(hours => $5) THEN 'dead'
+                                    ELSE 'pending' END
+      WHERE id = $1 AND state = 'pending' AND attempts = $2
+      RETURNING state`,
+    [lease.id, lease.attempts, failure.error, failure.retryInSeconds, failure.retryHorizonHours],
+  );
+  return rows[0]?.state;
+}
+
+export interface RevivedRemoval {
+  id: string;
+  provider_item_id: string;
+  last_error: string | null;
+  /** When the retry horizon had started before this retry. */
+  previous_created_at: Date;
+}
+
+/**
+ * Hands dead removals back to the worker: pending, due now, with a fresh retry horizon (`created_at`
+ * restarts, since the horizon counts from it). `attempts` keeps counting, so a lease taken before the
+ * row died can never match again. All dead rows, or only those of `ids`.
+ */
+export async function reviveDeadRemovals(db: Queryable, ids?: string[]): Promise<RevivedRemoval[]> {
+  const { rows } = await db.query<RevivedRemoval>(
+    `UPDATE outbox o SET state = 'pending', next_attempt_at = now(), created_at = now()
+       FROM (SELECT id, created_at FROM outbox
+              WHERE state = 'dead' AND ($1::bigint[] IS NULL OR id = ANY($1::bigint[]))
+              FOR UPDATE) dead
+      WHERE o.id = dead.id AND o.state = 'dead'
+      RETURNING o.id, o.provider_item_id, o.last_error, dead.created_at AS previous_created_at`,
+    [ids ?? null],
+  );
+  return rows;
 }
 
 /**

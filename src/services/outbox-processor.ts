@@ -7,14 +7,18 @@ import {
   enqueueAbandonedExchanges,
   leaseDueRemovals,
   markRemovalDone,
-  markRemovalFailed,
   pruneExpiredRecords,
+  recordFailedRemoval,
+  reviveDeadRemovals,
   type OutboxRow,
 } from '../repository/outbox-repository';
 
 export interface OutboxSettings {
   pollIntervalMs: number;
-  maxAttempts: number;
+  /** Longest wait between two attempts at one removal. */
+  maxBackoffSeconds: number;
+  /** A removal still failing this long after it was queued (or retried by an admin) is marked dead. */
+  retryHorizonHours: number;
   /** How long one attempt may take before another worker may take the row over. */
   leaseSeconds?: number;
   /** An exchange still unfinished after this long is treated as abandoned by a dead process. */
@@ -22,12 +26,38 @@ export interface OutboxSettings {
   batchSize?: number;
 }
 
-const MAX_BACKOFF_SECONDS = 3_600;
+const FIRST_BACKOFF_SECONDS = 5;
 
-/** Retry delay after `attempts` failures: exponential from 5 s, capped at an hour, with full jitter. */
-export function retryDelaySeconds(attempts: number): number {
-  const ceiling = Math.min(MAX_BACKOFF_SECONDS, 5 * 2 ** Math.max(0, attempts - 1));
-  return Math.max(1, Math.round(Math.random() * ceiling));
+/**
+ * Retry delay after `attempts` failures: exponential from 5 s up to `maxBackoffSeconds`, with full
+ * jitter so that many removals failing in one outage do not all come back at the same moment.
+ */
+export function retryDelaySeconds(attempts: number, maxBackoffSeconds: number): number {
+  const ceiling = Math.min(maxBackoffSeconds, FIRST_BACKOFF_SECONDS * 2 ** Math.max(0, attempts - 1));
+  return Math.max(1, Math.floor(Math.random() * ceiling));
+}
+
+/**
+ * Hands dead removals (all, or those of `ids`) back to the worker: pending, due now, and a fresh retry
+ * horizon. Returns how many there were. Used by the admin endpoint and `npm run retry-dead-removals`.
+ */
+export async function retryDeadRemovals(pool: Pool, logger: Logger, ids?: string[]): Promise<number> {
+  const revived = await reviveDeadRemovals(pool, ids);
+  if (revived.length > 0) {
+    logger.warn(
+      {
+        count: revived.length,
+        removals: revived.slice(0, 100).map((removal) => ({
+          outboxId: removal.id,
+          itemId: removal.provider_item_id,
+          lastError: removal.last_error,
+          queuedAt: removal.previous_created_at,
+        })),
+      },
+      'dead Item removals handed back to the worker',
+    );
+  }
+  return revived.length;
 }
 
 /**
@@ -117,26 +147,43 @@ export class OutboxProcessor {
     try {
       const accessToken = this.vault.decrypt(row.access_token_ciphertext, row.provider_item_id);
       await this.provider.removeItem(accessToken);
-      await markRemovalDone(this.pool, row.id);
-      log.info('Item removed at the provider');
+      await this.finish(row, log, 'Item removed at the provider');
       return true;
     } catch (error) {
       if (error instanceof ProviderError && error.kind === 'item_gone') {
-        await markRemovalDone(this.pool, row.id);
-        log.info('Item was already gone at the provider');
+        await this.finish(row, log, 'Item was already gone at the provider');
         return true;
       }
-      const dead = row.attempts >= this.settings.maxAttempts;
       const code = error instanceof ProviderError ? (error.errorCode ?? error.code) : 'INTERNAL';
-      await markRemovalFailed(this.pool, row.id, {
+      const retryInSeconds = retryDelaySeconds(row.attempts, this.settings.maxBackoffSeconds);
+      const state = await recordFailedRemoval(this.pool, row, {
         error: code,
-        retryInSeconds: retryDelaySeconds(row.attempts),
-        dead,
-      }).catch((markError: unknown) => log.error({ err: markError }, 'could not record the failed removal'));
-      if (dead)
-        log.error({ err: error }, 'Item removal gave up after the maximum attempts; it needs a person');
-      else log.warn({ err: error }, 'Item removal failed; it will be retried');
+        retryInSeconds,
+        retryHorizonHours: this.settings.retryHorizonHours,
+      }).catch((markError: unknown) => {
+        log.error(
+          { err: markError },
+          'could not record the failed removal; it is retried once its lease ends',
+        );
+        return null;
+      });
+      if (state === 'dead') {
+        log.error(
+          { err: error, retryHorizonHours: this.settings.retryHorizonHours },
+          'Item removal gave up after the retry horizon; the Item stays billed until it is retried ' +
+            '(POST /admin/removals/retry-dead or npm run retry-dead-removals)',
+        );
+      } else if (state === 'pending') {
+        log.warn({ err: error, retryInSeconds }, 'Item removal failed; it will be retried');
+      } else if (state === undefined) {
+        log.warn({ err: error }, 'Item removal failed after its lease ran out; another worker has it now');
+      }
       return false;
     }
+  }
+
+  private async finish(row: OutboxRow, log: Logger, message: string): Promise<void> {
+    if (await markRemovalDone(this.pool, row)) log.info(message);
+    else log.info(`${message}; another worker had taken the removal over meanwhile`);
   }
 }

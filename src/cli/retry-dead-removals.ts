@@ -1,0 +1,61 @@
+import { parseArgs } from 'node:util';
+import dotenv from 'dotenv';
+import { ConfigError, loadConfig } from '../config';
+import { createPool } from '../db/pool';
+import { createLogger } from '../logger';
+import { retryDeadRemovals } from '../services/outbox-processor';
+
+const USAGE = 'usage: npm run retry-dead-removals [-- --id <outbox id> [--id <outbox id> …]]';
+
+function fail(message: string): never {
+  process.stderr.write(`${message}\n`);
+  process.exit(1);
+}
+
+/**
+ * `npm run retry-dead-removals`: hands every dead Item removal (or only the `--id`s given) back to the
+ * running service's worker, which picks them up on its next pass. Works while the service runs.
+ */
+async function run(): Promise<void> {
+  dotenv.config({ quiet: true });
+  const { values } = parseArgs({ options: { id: { type: 'string', multiple: true } } });
+  const ids = values.id;
+  if (ids?.some((id) => !/^[1-9][0-9]{0,18}$/.test(id) || BigInt(id) > 9_223_372_036_854_775_807n)) {
+    fail(`--id must be an outbox id (a positive whole number)\n${USAGE}`);
+  }
+  if (!process.env.DATABASE_URL?.trim()) {
+    // Starting the embedded database here would stop the one a running `npm start` uses.
+    fail(
+      'DATABASE_URL is required. With the embedded database of `npm start`, call ' +
+        'POST /admin/removals/retry-dead on the running service instead.',
+    );
+  }
+  let config;
+  try {
+    config = loadConfig(process.env);
+  } catch (error) {
+    if (error instanceof ConfigError) fail(error.message);
+    throw error;
+  }
+  const databaseUrl = config.databaseUrl ?? fail('DATABASE_URL is required.');
+  const logger = createLogger({ level: config.logLevel });
+  const pool = createPool(
+    { connectionString: databaseUrl, max: 1, applicationName: 'retry-dead-removals' },
+    logger,
+  );
+  try {
+    const retried = await retryDeadRemovals(pool, logger, ids);
+    process.stdout.write(
+      `${retried} dead removal(s) are pending again; the service's worker retries them on its next pass\n`,
+    );
+  } finally {
+    await pool.end();
+  }
+}
+
+run().catch((error: unknown) => {
+  process.stderr.write(
+    `retrying dead removals failed: ${error instanceof Error ? error.message : String(error)}\n`,
+  );
+  process.exit(1);
+});

@@ -3,11 +3,13 @@ import express, { type Express, type Request, type Response } from 'express';
 import helmet from 'helmet';
 import type { Pool } from 'pg';
 import { pinoHttp } from 'pino-http';
-import type { Logger } from './logger';
+import { redactUrl, type Logger } from './logger';
+import { limitAdminRequests } from './http/middleware/admin-rate-limit';
 import { authenticate, requireRole, type SecretSets } from './http/middleware/authenticate';
 import { notFoundHandler, problemHandler } from './http/middleware/problem-handler';
 import { requireJsonBody } from './http/middleware/require-json';
 import { adminRoutes } from './http/routes/admin';
+import { adminRemovalRoutes } from './http/routes/admin-removals';
 import { exchangeRoutes } from './http/routes/exchange';
 import { healthRoutes } from './http/routes/health';
 import { linkRoutes } from './http/routes/link';
@@ -22,6 +24,8 @@ export interface AppDependencies {
   secrets: SecretSets;
   connections: ConnectionService;
   admin: AdminService;
+  /** Per admin secret, over every /admin route; unset (apps built by hand in tests): no limit. */
+  adminRequestsPerMinute?: number;
   clock?: () => Date;
   isShuttingDown?: () => boolean;
 }
@@ -57,7 +61,7 @@ export function createApp(deps: AppDependencies): Express {
       customAttributeKeys: { reqId: 'request_id', responseTime: 'duration_ms' },
       // Headers are left out on purpose: they carry X-Internal-Secret.
       serializers: {
-        req: (req: Request) => ({ method: req.method, url: req.url }),
+        req: (req: Request) => ({ method: req.method, url: redactUrl(req.url) }),
         res: () => undefined,
       },
       customLogLevel: (_req, res, error) => (error || res.statusCode >= 500 ? 'error' : 'info'),
@@ -70,12 +74,15 @@ export function createApp(deps: AppDependencies): Express {
     }),
   );
   app.use(helmet());
+  const isShuttingDown = deps.isShuttingDown ?? (() => false);
   app.use((_req, res, next) => {
     res.setHeader('Cache-Control', 'no-store');
+    // Keep-alive clients reconnect (to another instance) instead of reusing a connection about to close.
+    if (isShuttingDown()) res.setHeader('Connection', 'close');
     next();
   });
 
-  app.use(healthRoutes(deps.pool, deps.isShuttingDown ?? (() => false)));
+  app.use(healthRoutes(deps.pool, isShuttingDown));
 
   app.use(authenticate(deps.secrets));
   app.use(requireJsonBody);
@@ -85,7 +92,13 @@ export function createApp(deps: AppDependencies): Express {
   app.use(linkRoutes(deps.connections));
   app.use(exchangeRoutes(deps.connections));
   app.use(removalRoutes(deps.connections));
-  app.use('/admin', requireRole('admin'), adminRoutes(deps.admin, deps.clock ?? (() => new Date())));
+  app.use(
+    '/admin',
+    requireRole('admin'),
+    limitAdminRequests(deps.adminRequestsPerMinute),
+    adminRoutes(deps.admin, deps.clock ?? (() => new Date())),
+    adminRemovalRoutes(deps.pool),
+  );
   app.use(openApiRoutes());
 
   app.use(notFoundHandler);

@@ -1,5 +1,6 @@
 import type { AppDependencies } from './app';
 import type { Config } from './config';
+import { deriveCursorKey } from './crypto/admin-cursor';
 import { TokenVault } from './crypto/token-vault';
 import { createPool, type Pool } from './db/pool';
 import type { Logger } from './logger';
@@ -12,6 +13,8 @@ import { RateLimits } from './services/rate-limits';
 
 export interface Dependencies {
   pool: Pool;
+  /** Admin pages, stats and exports only: they can never take the account endpoints' connections. */
+  adminPool: Pool;
   provider: AccountProvider;
   vault: TokenVault;
   outbox: OutboxProcessor;
@@ -41,18 +44,30 @@ export function buildDependencies(
   overrides: DependencyOverrides,
 ): Dependencies {
   const pool = createPool({ connectionString: overrides.databaseUrl, max: overrides.poolMax }, logger);
-  const provider = new PlaidProvider({
-    ...config.plaid,
-    clientId: overrides.plaid.clientId,
-    secret: overrides.plaid.secret,
-    baseUrl: overrides.plaid.baseUrl ?? config.plaid.baseUrl,
-    ...overrides.providerTuning,
-    logger: logger.child({ component: 'provider' }),
-  });
+  const adminPool = createPool(
+    {
+      connectionString: overrides.databaseUrl,
+      max: config.admin.poolSize,
+      applicationName: 'account-connection-service-admin',
+    },
+    logger,
+  );
+  const plaidProvider = (component: string) =>
+    new PlaidProvider({
+      ...config.plaid,
+      clientId: overrides.plaid.clientId,
+      secret: overrides.plaid.secret,
+      baseUrl: overrides.plaid.baseUrl ?? config.plaid.baseUrl,
+      ...overrides.providerTuning,
+      logger: logger.child({ component }),
+    });
+  const provider = plaidProvider('provider');
   const vault = new TokenVault(config.tokenEncryptionKeys, config.tokenHmacKey);
+  // The removal worker has a provider, and so a circuit breaker, of its own: its retries during a
+  // Plaid outage must not refuse users' calls, nor users' failures pause its removals.
   const outbox = new OutboxProcessor(
     pool,
-    provider,
+    plaidProvider('outbox-provider'),
     vault,
     logger.child({ component: 'outbox' }),
     config.outbox,
@@ -68,7 +83,14 @@ export function buildDependencies(
     hooks: overrides.hooks,
     removalWaitMs: overrides.removalWaitMs,
   });
-  return { pool, provider, vault, outbox, rateLimits, connections, admin: new AdminService(pool) };
+  const admin = new AdminService({
+    pool: adminPool,
+    cursorKey: deriveCursorKey(config.tokenHmacKey),
+    exportConcurrency: config.admin.exportConcurrency,
+    exportStallTimeoutMs: config.admin.exportStallTimeoutMs,
+    logger: logger.child({ component: 'admin' }),
+  });
+  return { pool, adminPool, provider, vault, outbox, rateLimits, connections, admin };
 }
 
 /** What the HTTP app needs of the dependencies, the same for the service and its tests. */
@@ -77,6 +99,7 @@ export function toAppDependencies(config: Config, logger: Logger, deps: Dependen
     logger,
     pool: deps.pool,
     secrets: { internal: config.internalSecrets, admin: config.adminSecrets },
+    adminRequestsPerMinute: config.rateLimits.adminPerMinute,
     connections: deps.connections,
     admin: deps.admin,
   };

@@ -14,6 +14,7 @@ import {
   removeInstitutionResponse,
   z,
 } from './schemas';
+import { retryDeadRemovalsBody, retryDeadRemovalsResponse } from './routes/admin-removals';
 
 type ProblemStatus = 400 | 401 | 403 | 404 | 405 | 409 | 413 | 415 | 429 | 500 | 502 | 503 | 504;
 
@@ -26,10 +27,10 @@ const PROBLEM_DESCRIPTIONS: Record<ProblemStatus, string> = {
   409: 'DUPLICATE_INSTITUTION, EXCHANGE_IN_PROGRESS, EXCHANGE_FAILED or ITEM_LOGIN_REQUIRED.',
   413: 'Body over 16 kB (PAYLOAD_TOO_LARGE).',
   415: 'Body that is not JSON (UNSUPPORTED_MEDIA_TYPE).',
-  429: 'RATE_LIMITED or PROVIDER_RATE_LIMITED; see Retry-After.',
+  429: 'RATE_LIMITED (per user, or per admin secret) or PROVIDER_RATE_LIMITED; see Retry-After.',
   500: 'INTERNAL_ERROR.',
   502: 'PROVIDER_ERROR, PROVIDER_REJECTED or PROVIDER_INVALID_RESPONSE.',
-  503: 'DATABASE_UNAVAILABLE or PROVIDER_UNAVAILABLE; see Retry-After.',
+  503: 'DATABASE_UNAVAILABLE, PROVIDER_UNAVAILABLE or EXPORT_CAPACITY_REACHED; see Retry-After.',
   504: 'PROVIDER_TIMEOUT.',
 };
 
@@ -112,7 +113,7 @@ export function buildOpenApiDocument(): Record<string, unknown> {
           'text/csv': { schema: z.string() },
         },
       },
-      ...problems(400, 401, 403, 405, 500, 503),
+      ...problems(400, 401, 403, 405, 429, 500, 503),
     },
   });
   registry.registerPath({
@@ -121,7 +122,18 @@ export function buildOpenApiDocument(): Record<string, unknown> {
     summary: 'System-wide statistics',
     responses: {
       200: { description: 'Statistics', ...json(adminStatsResponse) },
-      ...problems(401, 403, 405, 500, 503),
+      ...problems(401, 403, 405, 429, 500, 503),
+    },
+  });
+  registry.registerPath({
+    method: 'post',
+    path: '/admin/removals/retry-dead',
+    summary:
+      'Hand dead Item removals back to the worker (all, or those of `ids`), with a fresh retry horizon',
+    request: { body: { required: false, ...json(retryDeadRemovalsBody) } },
+    responses: {
+      200: { description: 'How many dead removals are pending again', ...json(retryDeadRemovalsResponse) },
+      ...problems(400, 401, 403, 405, 413, 415, 429, 500, 503),
     },
   });
   registry.registerPath({

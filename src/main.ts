@@ -23,8 +23,8 @@ function readConfig(): Config {
   }
 }
 
-function logBanner(config: Config, logger: Logger, url: string): void {
-  logger.info({ url }, `account connection service listening on ${url}`);
+function logBanner(config: Config, logger: Logger, url: string, address: string): void {
+  logger.info({ url, address }, `account connection service listening on ${url}`);
   const fileOf = (kind: string) => config.localSecrets.find((secret) => secret.kind === kind)?.file;
   for (const secret of config.localSecrets) {
     logger.info(
@@ -53,24 +53,19 @@ async function main(): Promise<void> {
   const shutdown = async (reason: string, exitCode: number) => {
     if (shuttingDown) return;
     shuttingDown = true;
-    logger.info({ reason }, 'shutting down');
-    const deadline = setTimeout(() => {
-      logger.error('in-flight requests did not finish in time; closing their connections');
-      running.server?.closeAllConnections();
-    }, config.shutdownTimeoutMs);
-    deadline.unref();
     const { server, deps, emulator, embedded } = running;
-    if (server) {
-      const closed = new Promise<void>((resolve) => server.close(() => resolve()));
-      // Keep-alive connections turn idle as their last request finishes; close each as soon as it does.
-      const sweeper = setInterval(() => server.closeIdleConnections(), 100);
-      server.closeIdleConnections();
-      await closed;
-      clearInterval(sweeper);
-    }
-    clearTimeout(deadline);
+    // /readyz answers 503 from now on, while requests are still served: the load balancer stops
+    // routing here before the listener goes away.
+    logger.info({ reason, graceMs: config.shutdownGraceMs }, 'shutting down: no longer ready');
+    if (server && config.shutdownGraceMs > 0) await sleep(config.shutdownGraceMs);
+    if (server) await closeListener(server, config.shutdownTimeoutMs, logger);
+    // An exchange whose Plaid call started is carried to a stored connection or a queued removal
+    // even when its HTTP connection was cut: the pool stays open until it is.
+    await deps?.connections.drain();
     await deps?.outbox.stop().catch((error: unknown) => logger.error({ err: error }, 'outbox stop failed'));
-    await deps?.pool.end().catch((error: unknown) => logger.error({ err: error }, 'pool close failed'));
+    for (const pool of [deps?.pool, deps?.adminPool]) {
+      await pool?.end().catch((error: unknown) => logger.error({ err: error }, 'pool close failed'));
+    }
     await emulator?.close();
     await embedded
       ?.stop()
@@ -94,6 +89,25 @@ async function main(): Promise<void> {
     logger.fatal({ err: error }, 'failed to start');
     await shutdown('start-up failed', 1);
   });
+}
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/**
+ * Stops accepting connections, then lets in-flight requests finish for up to `timeoutMs`; keep-alive
+ * connections are closed as soon as they turn idle, and whatever is left at the deadline is cut.
+ */
+async function closeListener(server: Server, timeoutMs: number, logger: Logger): Promise<void> {
+  const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+  const sweeper = setInterval(() => server.closeIdleConnections(), 100);
+  server.closeIdleConnections();
+  const deadline = setTimeout(() => {
+    logger.error('in-flight requests did not finish in time; closing their connections');
+    server.closeAllConnections();
+  }, timeoutMs);
+  await closed;
+  clearInterval(sweeper);
+  clearTimeout(deadline);
 }
 
 interface Running {
@@ -129,7 +143,7 @@ async function start(
   });
   running.deps = deps;
   const app = createApp({ ...toAppDependencies(config, logger, deps), isShuttingDown });
-  const server = app.listen(config.port);
+  const server = app.listen(config.port, config.host);
   running.server = server;
   await new Promise<void>((resolve, reject) => {
     server.once('listening', resolve);
@@ -139,9 +153,12 @@ async function start(
   server.headersTimeout = 10_000;
   server.keepAliveTimeout = 5_000;
   deps.outbox.start();
-  const address = server.address();
-  const port = typeof address === 'object' && address ? address.port : config.port;
-  logBanner(config, logger, `http://localhost:${port}`);
+  const bound = server.address();
+  const port = typeof bound === 'object' && bound ? bound.port : config.port;
+  const address = typeof bound === 'object' && bound ? bound.address : config.host;
+  const shownHost = config.host === '0.0.0.0' || config.host === '::' ? 'localhost' : config.host;
+  const url = `http://${shownHost.includes(':') ? `[${shownHost}]` : shownHost}:${port}`;
+  logBanner(config, logger, url, address);
 }
 
 main().catch((error: unknown) => {

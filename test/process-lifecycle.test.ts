@@ -1,58 +1,14 @@
-import { spawn, type ChildProcess } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { createTestDatabase, type TestDatabase } from './support/database';
+import { reachableTempDir as reachableDir, removeTempDirs, startMainProcess } from './support/main-process';
 
 const MAIN = path.resolve(__dirname, '..', 'dist', 'main.js');
 
-/** mkdtemp makes 0700 folders; as root, the embedded server's OS user must be able to enter it. */
 const tempDirs: string[] = [];
-function reachableTempDir(): string {
-  const dir = mkdtempSync(path.join(tmpdir(), 'acs-lifecycle-'));
-  chmodSync(dir, 0o711);
-  tempDirs.push(dir);
-  return dir;
-}
-afterAll(() => tempDirs.forEach((dir) => rmSync(dir, { recursive: true, force: true })));
-
-interface Started {
-  child: ChildProcess;
-  output: string[];
-  serviceUrl: string;
-  emulatorUrl: string;
-  exited: Promise<number | null>;
-}
-
-async function startMain(env: Record<string, string>): Promise<Started> {
-  const child = spawn(process.execPath, [MAIN], { env: { PATH: process.env.PATH ?? '', ...env } });
-  const output: string[] = [];
-  const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
-  let buffer = '';
-  const urls = await new Promise<{ serviceUrl: string; emulatorUrl: string }>((resolve, reject) => {
-    const found: Record<string, string> = {};
-    const timer = setTimeout(() => reject(new Error(`service did not start:\n${output.join('\n')}`)), 20_000);
-    child.stderr?.on('data', (chunk: Buffer) => output.push(chunk.toString()));
-    child.stdout?.on('data', (chunk: Buffer) => {
-      buffer += chunk.toString();
-      const lines = buffer.split('\n');
-      buffer = lines.pop() ?? '';
-      for (const line of lines) {
-        output.push(line);
-        const entry = JSON.parse(line) as { msg: string; url?: string };
-        if (entry.msg.includes('Plaid emulator') && entry.url) found.emulatorUrl = entry.url;
-        if (entry.msg.includes('listening on') && entry.url) found.serviceUrl = entry.url;
-        if (found.serviceUrl && found.emulatorUrl) {
-          clearTimeout(timer);
-          resolve(found as { serviceUrl: string; emulatorUrl: string });
-        }
-      }
-    });
-    void exited.then(() => reject(new Error(`service exited early:\n${output.join('\n')}`)));
-  });
-  return { child, output, exited, ...urls };
-}
+const reachableTempDir = () => reachableDir(tempDirs);
+afterAll(() => removeTempDirs(tempDirs));
 
 describe('graceful shutdown', () => {
   let database: TestDatabase;
@@ -68,7 +24,7 @@ describe('graceful shutdown', () => {
     'when SIGTERM arrives with a request in flight on %s, then the request completes, new ones are refused, and it exits 0',
     async (_label, useServer) => {
       const secret = randomBytes(16).toString('hex');
-      const started = await startMain({
+      const started = await startMainProcess({
         NODE_ENV: 'development',
         PORT: '0',
         PLAID_EMULATOR_PORT: '0',
@@ -76,7 +32,7 @@ describe('graceful shutdown', () => {
         INTERNAL_SECRET: secret,
         DATA_DIR: reachableTempDir(),
       });
-      await fetch(`${started.emulatorUrl}/__emulator/faults`, {
+      await fetch(`${started.emulatorUrl!}/__emulator/faults`, {
         method: 'POST',
         body: JSON.stringify({ path: '/link/token/create', delay_ms: 1500 }),
       });

@@ -1,0 +1,215 @@
+import { randomBytes } from 'node:crypto';
+import { Client, Pool } from 'pg';
+import { PlaidEmulator } from '../src/emulator/plaid-emulator';
+import { findInconsistencies } from './support/consistency';
+import { createTestDatabase, type TestDatabase } from './support/database';
+import { reachableTempDir, removeTempDirs, startMainProcess, type MainProcess } from './support/main-process';
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+const PLAID = { clientId: 'process-client', secret: `plaid-${randomBytes(8).toString('hex')}` };
+
+const tempDirs: string[] = [];
+afterAll(() => removeTempDirs(tempDirs));
+
+/** A service process on the test's database, talking to an emulator that outlives it. */
+function serviceEnvironment(
+  database: TestDatabase,
+  emulator: PlaidEmulator,
+  secret: string,
+  overrides: Record<string, string> = {},
+): Record<string, string> {
+  return {
+    NODE_ENV: 'development',
+    PORT: '0',
+    LOG_LEVEL: 'info',
+    DATABASE_URL: database.url,
+    DATA_DIR: reachableTempDir(tempDirs),
+    INTERNAL_SECRET: secret,
+    PLAID_CLIENT_ID: PLAID.clientId,
+    PLAID_SECRET: PLAID.secret,
+    PLAID_BASE_URL: emulator.url,
+    ...overrides,
+  };
+}
+
+function post(service: MainProcess, secret: string, path: string, body: Record<string, unknown>) {
+  return fetch(`${service.serviceUrl}${path}`, {
+    method: 'POST',
+    headers: { 'Content-Type': 'application/json', 'X-Internal-Secret': secret },
+    body: JSON.stringify(body),
+  });
+}
+
+const statusOf = (request: Promise<Response>) =>
+  request.then(
+    (response) => response.status,
+    () => 'refused' as const,
+  );
+
+async function queryDatabase<T extends Record<string, unknown>>(
+  database: TestDatabase,
+  sql: string,
+  values: unknown[] = [],
+): Promise<T[]> {
+  const client = new Client({ connectionString: database.url });
+  await client.connect();
+  try {
+    return (await client.query<T>(sql, values)).rows;
+  } finally {
+    await client.end();
+  }
+}
+
+async function inconsistenciesOf(database: TestDatabase, emulator: PlaidEmulator): Promise<string[]> {
+  const pool = new Pool({ connectionString: database.url, max: 1 });
+  try {
+    return await findInconsistencies(pool, emulator);
+  } finally {
+    await pool.end();
+  }
+}
+
+describe('SIGTERM', () => {
+  let database: TestDatabase;
+  let emulator: PlaidEmulator;
+  beforeAll(async () => {
+    database = await createTestDatabase();
+    emulator = new PlaidEmulator({ credentials: PLAID });
+    await emulator.listen(0);
+  });
+  afterAll(async () => {
+    await emulator.close();
+    await database.drop();
+  });
+
+  it('when SIGTERM arrives, then /readyz says 503 at once while requests are still served for SHUTDOWN_GRACE_MS, and only then the listener closes', async () => {
+    const secret = randomBytes(16).toString('hex');
+    const service = await startMainProcess(
+      serviceEnvironment(database, emulator, secret, { SHUTDOWN_GRACE_MS: '1500' }),
+    );
+    const readyBefore = await statusOf(fetch(`${service.serviceUrl}/readyz`));
+
+    service.child.kill('SIGTERM');
+    await sleep(300);
+    const readyDuring = await fetch(`${service.serviceUrl}/readyz`);
+    const linkDuring = await post(service, secret, '/create-link-token', {
+      subscription_user_id: 'grace-user',
+      app_name: 'Budget App',
+    });
+    await sleep(1_700);
+    const afterGrace = await statusOf(fetch(`${service.serviceUrl}/healthz`));
+    const exitCode = await service.exited;
+
+    expect(readyBefore).toBe(200);
+    expect(readyDuring.status).toBe(503);
+    expect(((await readyDuring.json()) as { code: string }).code).toBe('SHUTTING_DOWN');
+    expect(linkDuring.status).toBe(200);
+    expect(linkDuring.headers.get('connection')).toBe('close');
+    expect(afterGrace).toBe('refused');
+    expect(exitCode).toBe(0);
+  });
+
+  it('when SIGTERM arrives while an exchange waits on Plaid longer than SHUTDOWN_TIMEOUT_MS, then the exchange is still stored before the process exits', async () => {
+    const secret = randomBytes(16).toString('hex');
+    const user = `sigterm-${randomBytes(4).toString('hex')}`;
+    const service = await startMainProcess(
+      serviceEnvironment(database, emulator, secret, {
+        SHUTDOWN_TIMEOUT_MS: '1000',
+        PLAID_TIMEOUT_MS: '8000',
+      }),
+    );
+    emulator.injectFault({ path: '/item/public_token/exchange', delay_ms: 2_500 });
+    const publicToken = emulator.createPublicToken('ins_109508');
+
+    const exchange = statusOf(
+      post(service, secret, '/exchange-public-token', {
+        public_token: publicToken,
+        subscription_user_id: user,
+        app_name: 'Budget App',
+      }),
+    );
+    await sleep(500);
+    service.child.kill('SIGTERM');
+    const answered = await exchange;
+    const exitCode = await service.exited;
+
+    // The HTTP connection was cut at the deadline; the work behind it was not.
+    expect(answered).toBe('refused');
+    expect(exitCode).toBe(0);
+    const stored = await queryDatabase<{ provider_item_id: string; account_count: number }>(
+      database,
+      `SELECT provider_item_id, account_count FROM institutions WHERE subscription_user_id = $1`,
+      [user],
+    );
+    expect(stored).toHaveLength(1);
+    expect(stored[0]!.account_count).toBe(12);
+    expect(emulator.items().map((item) => item.item_id)).toContain(stored[0]!.provider_item_id);
+    expect(
+      await queryDatabase(database, `SELECT state FROM exchanges WHERE subscription_user_id = $1`, [user]),
+    ).toEqual([{ state: 'completed' }]);
+    expect(await inconsistenciesOf(database, emulator)).toEqual([]);
+  });
+
+  it('when nothing says otherwise outside production, then the service listens on loopback only', async () => {
+    const secret = randomBytes(16).toString('hex');
+    const service = await startMainProcess(serviceEnvironment(database, emulator, secret));
+    service.child.kill('SIGTERM');
+    await service.exited;
+
+    expect(service.listenAddress).toBe('127.0.0.1');
+  });
+});
+
+describe('a crash', () => {
+  let database: TestDatabase;
+  let emulator: PlaidEmulator;
+  beforeAll(async () => {
+    database = await createTestDatabase();
+    emulator = new PlaidEmulator({ credentials: PLAID });
+    await emulator.listen(0);
+  });
+  afterAll(async () => {
+    await emulator.close();
+    await database.drop();
+  });
+
+  it('when the process is killed right after answering a removal while Plaid fails, then after a restart the worker removes the Item at Plaid', async () => {
+    const secret = randomBytes(16).toString('hex');
+    const user = `crash-${randomBytes(4).toString('hex')}`;
+    const environment = serviceEnvironment(database, emulator, secret, { OUTBOX_POLL_INTERVAL_MS: '200' });
+    const first = await startMainProcess(environment);
+    const exchanged = await post(first, secret, '/exchange-public-token', {
+      public_token: emulator.createPublicToken('ins_109508'),
+      subscription_user_id: user,
+      app_name: 'Budget App',
+    });
+    const { accounts } = (await exchanged.json()) as { accounts: { access_token: string }[] };
+    const itemId = emulator.items().find((item) => item.access_token === accounts[0]!.access_token)!.item_id;
+    emulator.injectFault({ path: '/item/remove', status: 500, count: 1_000 });
+
+    const removal = await post(first, secret, '/remove-institution', {
+      subscription_user_id: user,
+      access_token: accounts[0]!.access_token,
+    });
+    first.child.kill('SIGKILL');
+    await first.exited;
+    const removalsBeforeRestart = emulator.calls('/item/remove').length;
+    emulator.clearFaults();
+    const second = await startMainProcess({ ...environment, PORT: '0' });
+    const deadline = Date.now() + 15_000;
+    while (emulator.items().some((item) => item.item_id === itemId) && Date.now() < deadline)
+      await sleep(100);
+    second.child.kill('SIGTERM');
+    const exitCode = await second.exited;
+
+    expect(exchanged.status).toBe(200);
+    expect(removal.status).toBe(200);
+    expect(removalsBeforeRestart).toBeGreaterThanOrEqual(1);
+    expect(emulator.items().map((item) => item.item_id)).not.toContain(itemId);
+    expect(
+      await queryDatabase(database, `SELECT state FROM outbox WHERE provider_item_id = $1`, [itemId]),
+    ).toEqual([{ state: 'done' }]);
+    expect(exitCode).toBe(0);
+    expect(await inconsistenciesOf(database, emulator)).toEqual([]);
+  });
+});

@@ -1,6 +1,7 @@
 import path from 'node:path';
 import { z } from 'zod';
 import { readOrCreateLocalSecret, type LocalSecretKind } from './local-secrets';
+import { EXCHANGE_CLAIM_STALE_AFTER_MS, exchangeCriticalWindowMs } from './time-budgets';
 
 export class ConfigError extends Error {
   constructor(readonly problems: string[]) {
@@ -11,6 +12,13 @@ export class ConfigError extends Error {
 
 const KEY_BYTES = 32;
 const MIN_PRODUCTION_SECRET_LENGTH = 32;
+const MIN_DISTINCT_SECRET_CHARACTERS = 16;
+// Hex has only 16 symbols: a random 64-digit hex secret lacks one of them about one time in four, so
+// demanding all 16 would refuse good secrets from `openssl rand -hex 32`. Half the alphabet is still
+// far beyond what a hand-typed pattern has.
+const MIN_DISTINCT_HEX_SECRET_CHARACTERS = 8;
+const MAX_SECRETS_PER_ROLE = 2;
+const GENERATE_ONE = 'generate one with: openssl rand -base64 32';
 
 const optionalText = z
   .string()
@@ -27,9 +35,36 @@ const commaList = optionalText.transform((value) =>
         .filter((item) => item !== ''),
 );
 
-const base64Key = z.string().refine((value) => Buffer.from(value, 'base64').length === KEY_BYTES, {
-  message: `must be base64 of exactly ${KEY_BYTES} bytes (generate one with: openssl rand -base64 32)`,
-});
+/**
+ * Canonical means re-encoding the decoded bytes gives the same text back. Node's decoder skips
+ * characters it does not know, so `%%` + a key decodes to the key: without this check a typo or a
+ * pasted prefix would go unnoticed, and two different strings would name one key.
+ */
+function decodeKey(value: string): Buffer | undefined {
+  const bytes = Buffer.from(value, 'base64');
+  return bytes.length === KEY_BYTES && bytes.toString('base64') === value ? bytes : undefined;
+}
+
+const KEY_FORMAT_PROBLEM = `must be base64 of exactly ${KEY_BYTES} bytes, written canonically (44 characters ending in "=", nothing else; ${GENERATE_ONE})`;
+
+const isOneRepeatedByte = (bytes: Buffer) => bytes.every((byte) => byte === bytes[0]);
+
+/** Which of a list's entries is meant, without ever showing the value. */
+const entryName = (index: number, count: number) => (count > 1 ? ` (entry ${index + 1} of ${count})` : '');
+
+function secretWeaknesses(secret: string): string[] {
+  const weaknesses: string[] = [];
+  if (secret.length < MIN_PRODUCTION_SECRET_LENGTH) {
+    weaknesses.push(`is shorter than ${MIN_PRODUCTION_SECRET_LENGTH} characters`);
+  }
+  const distinct = new Set(secret).size;
+  const minDistinct = /^[0-9a-f]+$/i.test(secret)
+    ? MIN_DISTINCT_HEX_SECRET_CHARACTERS
+    : MIN_DISTINCT_SECRET_CHARACTERS;
+  if (distinct === 1) weaknesses.push('is one character repeated');
+  else if (distinct < minDistinct) weaknesses.push(`has fewer than ${minDistinct} distinct characters`);
+  return weaknesses;
+}
 
 const positiveInt = (fallback: number) => z.coerce.number().int().positive().default(fallback);
 
@@ -42,8 +77,8 @@ const environmentSchema = z.object({
   ADMIN_SECRET: commaList,
   DATABASE_URL: optionalText.pipe(z.url({ protocol: /^postgres(ql)?$/ }).optional()),
   DATA_DIR: optionalText.default('./data'),
-  TOKEN_ENCRYPTION_KEY: commaList.pipe(z.array(base64Key).optional()),
-  TOKEN_HMAC_KEY: optionalText.pipe(base64Key.optional()),
+  TOKEN_ENCRYPTION_KEY: commaList,
+  TOKEN_HMAC_KEY: optionalText,
   PLAID_CLIENT_ID: optionalText,
   PLAID_SECRET: optionalText,
   PLAID_ENV: z.enum(['sandbox', 'production']).default('sandbox'),
@@ -66,7 +101,7 @@ const environmentSchema = z.object({
   ADMIN_POOL_SIZE: positiveInt(3),
   ADMIN_EXPORT_CONCURRENCY: positiveInt(2),
   ADMIN_EXPORT_STALL_TIMEOUT_MS: positiveInt(30_000),
-  SHUTDOWN_TIMEOUT_MS: positiveInt(30_000),
+  SHUTDOWN_TIMEOUT_MS: positiveInt(20_000),
   SHUTDOWN_GRACE_MS: z.coerce.number().int().min(0).optional(),
 });
 
@@ -121,13 +156,66 @@ function describeIssues(error: z.ZodError): string[] {
   return error.issues.map((issue) => `${issue.path.join('.') || 'environment'}: ${issue.message}`);
 }
 
+const KEY_NAMES = ['TOKEN_ENCRYPTION_KEY', 'TOKEN_HMAC_KEY'] as const;
+
+/** Format problems of the configured keys, from the raw text, so they are listed even beside a type error. */
+function keyFormatProblems(name: (typeof KEY_NAMES)[number], raw: string | undefined): string[] {
+  const entries = name === 'TOKEN_ENCRYPTION_KEY' ? (raw ?? '').split(',') : [raw ?? ''];
+  const values = entries.map((value) => value.trim()).filter((value) => value !== '');
+  return values.flatMap((value, index) =>
+    decodeKey(value) ? [] : [`${name}${entryName(index, values.length)}: ${KEY_FORMAT_PROBLEM}`],
+  );
+}
+
+/**
+ * Production must not run on the exchange's safety margins being wrong: a Plaid call still running
+ * when its claim is taken over would create a second Item, and a shutdown that gives up before a
+ * started exchange is stored strands a billed Item.
+ */
+function timingProblems(
+  plaidTimeoutMs: number,
+  shutdownTimeoutMs: number,
+  shutdownGraceMs: number,
+): string[] {
+  const problems: string[] = [];
+  const exchangeWindowMs = exchangeCriticalWindowMs(plaidTimeoutMs);
+  const databaseMarginMs = exchangeWindowMs - plaidTimeoutMs;
+  if (exchangeWindowMs >= EXCHANGE_CLAIM_STALE_AFTER_MS) {
+    problems.push(
+      `PLAID_TIMEOUT_MS: must be below ${EXCHANGE_CLAIM_STALE_AFTER_MS - databaseMarginMs} when NODE_ENV=production: ` +
+        `an exchange (the Plaid call plus ${databaseMarginMs} ms for its database write) must end before its claim ` +
+        `is taken over as stale after ${EXCHANGE_CLAIM_STALE_AFTER_MS} ms; lower it (the default is 10000)`,
+    );
+  }
+  if (shutdownTimeoutMs <= exchangeWindowMs) {
+    problems.push(
+      `SHUTDOWN_TIMEOUT_MS: must be above ${exchangeWindowMs} when NODE_ENV=production, the longest an exchange ` +
+        `can take (PLAID_TIMEOUT_MS plus ${databaseMarginMs} ms for its database write), so that shutdown never ` +
+        `abandons an exchange whose Plaid call has started; raise it (the default is 30000) or lower PLAID_TIMEOUT_MS`,
+    );
+  }
+  if (shutdownGraceMs >= shutdownTimeoutMs) {
+    problems.push(
+      `SHUTDOWN_GRACE_MS: must be below SHUTDOWN_TIMEOUT_MS (${shutdownTimeoutMs}) when NODE_ENV=production; ` +
+        `lower it (the production default is 5000) or raise SHUTDOWN_TIMEOUT_MS`,
+    );
+  }
+  return problems;
+}
+
 /**
  * Reads the environment once. Outside production, a missing secret or key is created
  * in DATA_DIR so that `npm start` works on a fresh machine without any set-up.
+ * Every problem found is reported at once, in one ConfigError; no message shows a secret's value.
  */
 export function loadConfig(environment: Environment): Config {
   const parsed = environmentSchema.safeParse(environment);
-  if (!parsed.success) throw new ConfigError(describeIssues(parsed.error));
+  if (!parsed.success) {
+    throw new ConfigError([
+      ...describeIssues(parsed.error),
+      ...KEY_NAMES.flatMap((name) => keyFormatProblems(name, environment[name])),
+    ]);
+  }
   const env = parsed.data;
   const production = env.NODE_ENV === 'production';
   const problems: string[] = [];
@@ -146,29 +234,55 @@ export function loadConfig(environment: Environment): Config {
       return [local.value];
     }
     if (production) {
-      for (const value of values) {
-        if (value.length < MIN_PRODUCTION_SECRET_LENGTH) {
-          problems.push(
-            `${name}: every secret must be at least ${MIN_PRODUCTION_SECRET_LENGTH} characters when NODE_ENV=production`,
-          );
-          break;
-        }
+      if (values.length > MAX_SECRETS_PER_ROLE) {
+        problems.push(
+          `${name}: has ${values.length} secrets; at most ${MAX_SECRETS_PER_ROLE} (the new one, then the old one ` +
+            `while callers move over) are allowed when NODE_ENV=production; remove the retired ones`,
+        );
       }
+      values.forEach((value, index) => {
+        const weaknesses = secretWeaknesses(value);
+        if (weaknesses.length === 0) return;
+        problems.push(
+          `${name}${entryName(index, values.length)}: ${weaknesses.join(' and ')}; every secret must be at least ` +
+            `${MIN_PRODUCTION_SECRET_LENGTH} random characters when NODE_ENV=production (${GENERATE_ONE})`,
+        );
+      });
     }
     return values;
   }
 
-  function key(name: 'TOKEN_ENCRYPTION_KEY' | 'TOKEN_HMAC_KEY', kind: LocalSecretKind): Buffer[] {
+  function key(name: (typeof KEY_NAMES)[number], kind: LocalSecretKind): Buffer[] {
     const raw = env[name];
     const values = raw === undefined ? [] : Array.isArray(raw) ? raw : [raw];
-    if (values.length > 0) return values.map((value) => Buffer.from(value, 'base64'));
+    if (values.length > 0) {
+      return values.flatMap((value, index) => {
+        const where = `${name}${entryName(index, values.length)}`;
+        const bytes = decodeKey(value);
+        if (!bytes) {
+          problems.push(`${where}: ${KEY_FORMAT_PROBLEM}`);
+          return [];
+        }
+        if (production && isOneRepeatedByte(bytes)) {
+          problems.push(`${where}: is one byte repeated, not a random key (${GENERATE_ONE})`);
+        }
+        return [bytes];
+      });
+    }
     if (production) {
       problems.push(`${name}: is required when NODE_ENV=production`);
       return [];
     }
     const local = readOrCreateLocalSecret(dataDir, kind);
     localSecrets.push({ kind, file: local.file, created: local.created });
-    return [Buffer.from(local.value, 'base64')];
+    const bytes = decodeKey(local.value);
+    if (!bytes) {
+      problems.push(
+        `${name}: the file ${local.file} ${KEY_FORMAT_PROBLEM}; or delete the file to have one generated`,
+      );
+      return [];
+    }
+    return [bytes];
   }
 
   const internalSecrets = secretList('INTERNAL_SECRET', 'internal-secret');
@@ -182,10 +296,18 @@ export function loadConfig(environment: Environment): Config {
   const shared = internalSecrets.filter((secret) => adminSecrets.includes(secret));
   if (shared.length > 0) problems.push('ADMIN_SECRET: must not reuse a value of INTERNAL_SECRET');
 
+  const shutdownGraceMs = env.SHUTDOWN_GRACE_MS ?? (production ? 5_000 : 0);
   if (production) {
     if (!env.DATABASE_URL) problems.push('DATABASE_URL: is required when NODE_ENV=production');
     if (!env.PLAID_CLIENT_ID) problems.push('PLAID_CLIENT_ID: is required when NODE_ENV=production');
     if (!env.PLAID_SECRET) problems.push('PLAID_SECRET: is required when NODE_ENV=production');
+    if (env.PLAID_BASE_URL && new URL(env.PLAID_BASE_URL).protocol !== 'https:') {
+      problems.push(
+        'PLAID_BASE_URL: must start with https:// when NODE_ENV=production (access tokens travel to it); ' +
+          "leave it unset to use Plaid's own URL for PLAID_ENV",
+      );
+    }
+    problems.push(...timingProblems(env.PLAID_TIMEOUT_MS, env.SHUTDOWN_TIMEOUT_MS, shutdownGraceMs));
   }
   if (env.PLAID_CLIENT_ID && !env.PLAID_SECRET)
     problems.push('PLAID_SECRET: is required with PLAID_CLIENT_ID');
@@ -233,7 +355,7 @@ export function loadConfig(environment: Environment): Config {
       exportStallTimeoutMs: env.ADMIN_EXPORT_STALL_TIMEOUT_MS,
     },
     shutdownTimeoutMs: env.SHUTDOWN_TIMEOUT_MS,
-    shutdownGraceMs: env.SHUTDOWN_GRACE_MS ?? (production ? 5_000 : 0),
+    shutdownGraceMs,
     localSecrets,
   };
 }

@@ -2,7 +2,13 @@ import { randomBytes } from 'node:crypto';
 import { chmodSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 
-export type LocalSecretKind = 'internal-secret' | 'admin-secret' | 'token-encryption-key' | 'token-hmac-key';
+export type LocalSecretKind =
+  | 'internal-secret'
+  | 'admin-secret'
+  | 'token-encryption-key'
+  | 'token-hmac-key'
+  /** The embedded PostgreSQL's superuser password (only with no DATABASE_URL). */
+  | 'database-password';
 
 /**
  * Development-only convenience: a secret or key that was not configured is generated once and

@@ -3,6 +3,7 @@ import { mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { ConfigError, loadConfig } from '../src/config';
+import { exchangeCriticalWindowMs } from '../src/time-budgets';
 
 const key = () => randomBytes(32).toString('base64');
 const longSecret = () => randomBytes(32).toString('hex');
@@ -60,9 +61,11 @@ describe('configuration', () => {
     expect(error.message).toBe('Invalid configuration:\n  - A: is required\n  - B: is bad');
   });
 
-  it('when a production secret is shorter than 32 characters, then it is refused', () => {
+  it('when a production secret is shorter than 32 characters, then it is refused, naming which entry', () => {
     expect(problemsOf(productionEnv({ ADMIN_SECRET: `${longSecret()},short` }))).toEqual([
-      'ADMIN_SECRET: every secret must be at least 32 characters when NODE_ENV=production',
+      expect.stringMatching(
+        /^ADMIN_SECRET \(entry 2 of 2\): is shorter than 32 characters and has fewer than 16 distinct characters; every secret must be at least 32 random characters when NODE_ENV=production \(generate one with: openssl rand -base64 32\)$/,
+      ),
     ]);
   });
 
@@ -73,7 +76,7 @@ describe('configuration', () => {
 
     expect(problems).toEqual(
       expect.arrayContaining([
-        expect.stringMatching(/^TOKEN_ENCRYPTION_KEY\.0: must be base64 of exactly 32 bytes/),
+        expect.stringMatching(/^TOKEN_ENCRYPTION_KEY: must be base64 of exactly 32 bytes/),
         expect.stringMatching(/^PORT: /),
         expect.stringMatching(/^PLAID_ENV: /),
       ]),
@@ -98,6 +101,10 @@ describe('configuration', () => {
     expect(config.tokenHmacKey).toHaveLength(32);
     expect(config.localSecrets).toEqual([]);
     expect(config.port).toBe(3000);
+    // The default timeouts fit together: an exchange ends before its claim goes stale and before shutdown.
+    expect(config.plaid.timeoutMs).toBe(10_000);
+    expect(config.shutdownGraceMs).toBeLessThan(config.shutdownTimeoutMs);
+    expect(config.shutdownTimeoutMs).toBeGreaterThan(exchangeCriticalWindowMs(config.plaid.timeoutMs));
   });
 
   it('when an older encryption key follows the current one, then both are kept in order', () => {
@@ -127,5 +134,159 @@ describe('configuration', () => {
     expect(readFileSync(file, 'utf8').trim()).toBe(first.internalSecrets[0]);
     expect(statSync(file).mode & 0o777).toBe(0o600);
     expect(first.internalSecrets[0]).not.toBe(first.adminSecrets[0]);
+  });
+});
+
+describe('weak production configuration', () => {
+  const zeroKey = Buffer.alloc(32).toString('base64');
+  const junkPrefixedKey = () => `%%${key()}`;
+  const repeatedSecret = 'a'.repeat(32);
+
+  it('when TOKEN_ENCRYPTION_KEY is 32 zero bytes, then production refuses it', () => {
+    expect(problemsOf(productionEnv({ TOKEN_ENCRYPTION_KEY: `${key()},${zeroKey}` }))).toEqual([
+      'TOKEN_ENCRYPTION_KEY (entry 2 of 2): is one byte repeated, not a random key (generate one with: openssl rand -base64 32)',
+    ]);
+  });
+
+  it('when a key has leading junk that the lenient base64 decoder would skip, then it is refused in every environment', () => {
+    const junk = junkPrefixedKey();
+    expect(Buffer.from(junk, 'base64')).toHaveLength(32);
+
+    const inProduction = problemsOf(productionEnv({ TOKEN_HMAC_KEY: junk }));
+    const inDevelopment = problemsOf({
+      NODE_ENV: 'development',
+      DATA_DIR: freshDataDir(),
+      TOKEN_HMAC_KEY: junk,
+    });
+
+    for (const problems of [inProduction, inDevelopment]) {
+      expect(problems).toEqual([
+        expect.stringMatching(/^TOKEN_HMAC_KEY: must be base64 of exactly 32 bytes, written canonically/),
+      ]);
+    }
+  });
+
+  it('when a key lacks its padding or is base64url, then it is refused as not canonical', () => {
+    const unpadded = key().replace(/=$/, '');
+    const urlSafe = Buffer.from(key(), 'base64').toString('base64url');
+
+    expect(problemsOf(productionEnv({ TOKEN_ENCRYPTION_KEY: `${unpadded},${urlSafe}` }))).toEqual([
+      expect.stringMatching(/^TOKEN_ENCRYPTION_KEY \(entry 1 of 2\): must be base64 of exactly 32 bytes/),
+      expect.stringMatching(/^TOKEN_ENCRYPTION_KEY \(entry 2 of 2\): must be base64 of exactly 32 bytes/),
+    ]);
+  });
+
+  it('when INTERNAL_SECRET is one character repeated 32 times, then production refuses it', () => {
+    expect(problemsOf(productionEnv({ INTERNAL_SECRET: repeatedSecret }))).toEqual([
+      expect.stringMatching(
+        /^INTERNAL_SECRET: is one character repeated; every secret must be at least 32 random/,
+      ),
+    ]);
+  });
+
+  it('when a secret has fewer than 16 distinct characters, then production refuses it; a random hex secret passes', () => {
+    const pattern = 'password'.repeat(5);
+    const hex = randomBytes(32).toString('hex');
+
+    expect(problemsOf(productionEnv({ ADMIN_SECRET: pattern }))).toEqual([
+      expect.stringMatching(/^ADMIN_SECRET: has fewer than 16 distinct characters;/),
+    ]);
+    expect(loadConfig(productionEnv({ ADMIN_SECRET: hex })).adminSecrets).toEqual([hex]);
+  });
+
+  it('when a role has three secrets, then production refuses it: at most the new and the old one', () => {
+    const three = [longSecret(), longSecret(), longSecret()].join(',');
+
+    expect(problemsOf(productionEnv({ ADMIN_SECRET: three }))).toEqual([
+      expect.stringMatching(/^ADMIN_SECRET: has 3 secrets; at most 2 .* remove the retired ones$/),
+    ]);
+  });
+
+  it('when PLAID_BASE_URL is http://, then production refuses it', () => {
+    expect(problemsOf(productionEnv({ PLAID_BASE_URL: 'http://plaid.internal' }))).toEqual([
+      expect.stringMatching(/^PLAID_BASE_URL: must start with https:\/\/ when NODE_ENV=production/),
+    ]);
+  });
+
+  it('when PLAID_TIMEOUT_MS outlasts the stale-claim takeover, then production refuses it', () => {
+    expect(problemsOf(productionEnv({ PLAID_TIMEOUT_MS: '600000', SHUTDOWN_TIMEOUT_MS: '700000' }))).toEqual([
+      expect.stringMatching(/^PLAID_TIMEOUT_MS: must be below 53000 when NODE_ENV=production/),
+    ]);
+    expect(
+      loadConfig(productionEnv({ PLAID_TIMEOUT_MS: '52999', SHUTDOWN_TIMEOUT_MS: '60000' })),
+    ).toBeDefined();
+  });
+
+  it('when SHUTDOWN_TIMEOUT_MS is shorter than an exchange, or the grace is not below it, then production refuses them', () => {
+    expect(problemsOf(productionEnv({ SHUTDOWN_TIMEOUT_MS: '17000', SHUTDOWN_GRACE_MS: '17000' }))).toEqual([
+      expect.stringMatching(/^SHUTDOWN_TIMEOUT_MS: must be above 17000 when NODE_ENV=production/),
+      expect.stringMatching(/^SHUTDOWN_GRACE_MS: must be below SHUTDOWN_TIMEOUT_MS \(17000\)/),
+    ]);
+    expect(
+      loadConfig(productionEnv({ SHUTDOWN_TIMEOUT_MS: '17001', SHUTDOWN_GRACE_MS: '17000' })),
+    ).toBeDefined();
+  });
+
+  it('when production has every weakness at once, then one error lists each, and shows no secret', () => {
+    const junkHmacKey = junkPrefixedKey();
+    const adminSecrets = [longSecret(), longSecret(), longSecret()];
+    const env = productionEnv({
+      TOKEN_ENCRYPTION_KEY: zeroKey,
+      TOKEN_HMAC_KEY: junkHmacKey,
+      INTERNAL_SECRET: repeatedSecret,
+      ADMIN_SECRET: adminSecrets.join(','),
+      PLAID_BASE_URL: 'http://plaid.internal',
+      PLAID_TIMEOUT_MS: '600000',
+      SHUTDOWN_TIMEOUT_MS: '1',
+    });
+
+    let thrown: unknown;
+    try {
+      loadConfig(env);
+    } catch (error) {
+      thrown = error;
+    }
+
+    expect(thrown).toBeInstanceOf(ConfigError);
+    const { problems, message } = thrown as ConfigError;
+    expect(problems.map((problem) => problem.split(':')[0])).toEqual([
+      'INTERNAL_SECRET',
+      'ADMIN_SECRET',
+      'TOKEN_ENCRYPTION_KEY',
+      'TOKEN_HMAC_KEY',
+      'PLAID_BASE_URL',
+      'PLAID_TIMEOUT_MS',
+      'SHUTDOWN_TIMEOUT_MS',
+      'SHUTDOWN_GRACE_MS',
+    ]);
+    for (const problem of problems) expect(message).toContain(problem);
+    for (const secret of [zeroKey, junkHmacKey, repeatedSecret, ...adminSecrets]) {
+      expect(message).not.toContain(secret);
+    }
+  });
+
+  it('when a key is malformed beside a variable of the wrong type, then both are listed', () => {
+    const problems = problemsOf(
+      productionEnv({ TOKEN_HMAC_KEY: junkPrefixedKey(), SHUTDOWN_TIMEOUT_MS: 'soon' }),
+    );
+
+    expect(problems).toEqual([
+      expect.stringMatching(/^SHUTDOWN_TIMEOUT_MS: /),
+      expect.stringMatching(/^TOKEN_HMAC_KEY: must be base64 of exactly 32 bytes/),
+    ]);
+  });
+
+  it('when not in production, then repeated-character secrets and short timeouts are allowed (tests use them)', () => {
+    const config = loadConfig({
+      NODE_ENV: 'test',
+      DATA_DIR: freshDataDir(),
+      INTERNAL_SECRET: repeatedSecret,
+      TOKEN_ENCRYPTION_KEY: zeroKey,
+      PLAID_BASE_URL: 'http://127.0.0.1:4010',
+      SHUTDOWN_TIMEOUT_MS: '1',
+    });
+
+    expect(config.internalSecrets).toEqual([repeatedSecret]);
+    expect(config.shutdownTimeoutMs).toBe(1);
   });
 });

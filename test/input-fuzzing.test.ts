@@ -12,6 +12,14 @@ const FIELDS = [
 ];
 const TOKEN_TEXT = /(access|public|link)-(sandbox|production)-/;
 
+/** Whether a lone UTF-16 surrogate hides anywhere in a value, keys included. */
+const hasIllFormedString = (value: unknown): boolean =>
+  typeof value === 'string'
+    ? !value.isWellFormed()
+    : typeof value === 'object' && value !== null
+      ? Object.entries(value).some(([key, item]) => !key.isWellFormed() || hasIllFormedString(item))
+      : false;
+
 /** Values a careless or hostile caller might put in a field. */
 const fieldValue = fc.oneof(
   fc.string({ maxLength: 300 }),
@@ -38,7 +46,7 @@ describe('input fuzzing', () => {
   });
   afterAll(() => service.close());
 
-  it('when any body of any shape is posted to any endpoint, then it is never a 5xx, every error is a problem, and no error carries a token', async () => {
+  it('when any body of any shape is posted to any endpoint, then it is never a 5xx, every error is a problem, no error carries a token, and a lone surrogate is a 400', async () => {
     await fc.assert(
       fc.asyncProperty(
         fc.constantFrom(...ENDPOINTS),
@@ -49,6 +57,7 @@ describe('input fuzzing', () => {
           const response = await service.http.post(path).set(asWebsite).send(body);
 
           expect(response.status).toBeLessThan(500);
+          if (hasIllFormedString(body)) expect(response.status).toBe(400);
           if (response.status >= 400) {
             expect(response.headers['content-type']).toMatch(/^application\/problem\+json/);
             expect(response.body.status).toBe(response.status);

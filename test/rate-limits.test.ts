@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import {
   asWebsite,
   connectInstitution,
@@ -94,5 +95,86 @@ describe('per-user rate limits', () => {
         ])
       ).rowCount,
     ).toBe(1);
+  });
+});
+
+describe('service-wide rate limit', () => {
+  const services: ServiceContext[] = [];
+  const start = async (env: Record<string, string>) => {
+    const service = await startService({ env });
+    services.push(service);
+    return service;
+  };
+  afterAll(() => Promise.all(services.map((service) => service.close())));
+  const askLinkToken = (service: ServiceContext, subscriptionUserId: string) =>
+    service.http
+      .post('/create-link-token')
+      .set(asWebsite)
+      .send({ subscription_user_id: subscriptionUserId, app_name: 'A' });
+  const userKey = (subscriptionUserId: string) =>
+    `link_token:${createHash('sha256').update(subscriptionUserId).digest('hex')}`;
+
+  it('when callers mint a new user id for every request, then the total per action is still capped, with Retry-After', async () => {
+    const service = await start({ RATE_LIMIT_TOTAL_PER_MINUTE: '5' });
+    const users = Array.from({ length: 6 }, () => uniqueUserId('minted'));
+    for (const user of users.slice(0, 5)) expect((await askLinkToken(service, user)).status).toBe(200);
+
+    const limited = await askLinkToken(service, users[5]!);
+    const exchange = await service.http
+      .post('/exchange-public-token')
+      .set(asWebsite)
+      .send({ public_token: linkPublicToken(service), subscription_user_id: users[5], app_name: 'A' });
+
+    expect(limited.status).toBe(429);
+    expect(limited.body).toEqual({
+      ...problemShape,
+      status: 429,
+      code: 'RATE_LIMITED',
+      detail: expect.stringMatching(/service-wide limit of 5 link tokens per minute, across all users/),
+    });
+    expect(Number(limited.headers['retry-after'])).toBeGreaterThanOrEqual(1);
+    expect(Number(limited.headers['retry-after'])).toBeLessThanOrEqual(60);
+    expect(service.emulator.calls('/link/token/create')).toHaveLength(5);
+    // Each action has its own ceiling.
+    expect(exchange.status).toBe(200);
+    // The refused request did not spend the user's own budget.
+    const { rows } = await service.deps.pool.query(
+      `SELECT key, points FROM rate_limits WHERE key = ANY($1)`,
+      [['total_link_token:all', userKey(users[5]!)]],
+    );
+    expect(Object.fromEntries(rows.map((row) => [row.key, row.points]))).toEqual({
+      'total_link_token:all': 6,
+      [userKey(users[5]!)]: 0,
+    });
+  });
+
+  it('when one user is over their own limit, then their refused requests do not spend the service-wide budget', async () => {
+    const service = await start({ RATE_LIMIT_TOTAL_PER_MINUTE: '4', RATE_LIMIT_LINK_TOKENS_PER_MINUTE: '2' });
+    const noisy = uniqueUserId('noisy');
+    for (let i = 0; i < 2; i += 1) expect((await askLinkToken(service, noisy)).status).toBe(200);
+    const refused = [];
+    for (let i = 0; i < 5; i += 1) refused.push(await askLinkToken(service, noisy));
+
+    const others = [];
+    for (let i = 0; i < 3; i += 1) others.push(await askLinkToken(service, uniqueUserId()));
+
+    expect(refused.map((response) => response.status)).toEqual([429, 429, 429, 429, 429]);
+    expect(refused[0]!.body.detail).toMatch(/for one subscription_user_id/);
+    expect(others.map((response) => response.status)).toEqual([200, 200, 429]);
+    expect(others[2]!.body.detail).toMatch(/service-wide/);
+    expect(service.emulator.calls('/link/token/create')).toHaveLength(4);
+  });
+
+  it('when RATE_LIMIT_TOTAL_PER_MINUTE is 0, then there is no service-wide ceiling and no shared counter', async () => {
+    const service = await start({ RATE_LIMIT_TOTAL_PER_MINUTE: '0' });
+    const responses = [];
+    for (let i = 0; i < 12; i += 1) responses.push(await askLinkToken(service, uniqueUserId('minted')));
+
+    expect(responses.every((response) => response.status === 200)).toBe(true);
+    expect(service.config.rateLimits.totalPerMinute).toBe(0);
+    expect(
+      (await service.deps.pool.query(`SELECT 1 FROM rate_limits WHERE key LIKE 'total_%'`)).rowCount,
+    ).toBe(0);
+    expect((await service.deps.pool.query(`SELECT 1 FROM rate_limits`)).rowCount).toBe(12);
   });
 });

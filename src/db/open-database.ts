@@ -1,5 +1,6 @@
 import path from 'node:path';
 import type { Config } from '../config';
+import { readOrCreateLocalSecret } from '../local-secrets';
 import type { Logger } from '../logger';
 import { startEmbeddedPostgres, type EmbeddedDatabase } from './embedded-postgres';
 import { migrateDatabase } from './migrate';
@@ -15,8 +16,16 @@ export async function openDatabase(
   let embedded: EmbeddedDatabase | undefined;
   if (!config.databaseUrl) {
     const databaseDir = path.join(config.dataDir, 'postgres');
-    embedded = await startEmbeddedPostgres({ databaseDir, persistent: true }, logger);
-    logger.info({ databaseDir }, 'no DATABASE_URL: started an embedded PostgreSQL');
+    // Generated once and kept beside the data, never postgres/postgres: any local user can reach localhost.
+    const password = readOrCreateLocalSecret(config.dataDir, 'database-password');
+    embedded = await startEmbeddedPostgres(
+      { databaseDir, persistent: true, password: password.value },
+      logger,
+    );
+    logger.info(
+      { databaseDir, passwordFile: password.file },
+      `no DATABASE_URL: started an embedded PostgreSQL; its password is ${password.created ? 'generated and stored' : 'read'} in ${password.file}`,
+    );
   }
   const databaseUrl = config.databaseUrl ?? (embedded as EmbeddedDatabase).connectionString;
   try {

@@ -15,16 +15,53 @@ function fieldErrorsOf(issue: z.core.$ZodIssue, where: 'body' | 'query'): FieldE
   ];
 }
 
+declare global {
+  interface String {
+    /** ES2024, present in Node 20; the project's `lib` setting stops at ES2023. */
+    isWellFormed(): boolean;
+  }
+}
+
+const ILL_FORMED = 'must be well-formed Unicode text (it has a lone UTF-16 surrogate)';
+
+/**
+ * Every string anywhere in the input, keys included, must be well-formed UTF-16. A lone surrogate
+ * cannot be stored: it is written as U+FFFD, so "victim\ud800" and "victim\udfff" would become the
+ * same user id. Walked without recursion, since a 16 kB body can nest thousands of levels deep.
+ */
+function illFormedFields(input: unknown, where: 'body' | 'query'): FieldError[] {
+  const errors: FieldError[] = [];
+  const pending: { value: unknown; path: string[] }[] = [{ value: input, path: [] }];
+  for (let next = pending.pop(); next; next = pending.pop()) {
+    const { value, path } = next;
+    if (typeof value === 'string') {
+      if (!value.isWellFormed()) errors.push({ field: path.join('.') || where, message: ILL_FORMED });
+    } else if (typeof value === 'object' && value !== null) {
+      for (const [key, child] of Object.entries(value)) {
+        if (!key.isWellFormed()) {
+          errors.push({ field: [...path, key].join('.'), message: `${ILL_FORMED} in its name` });
+        }
+        pending.push({ value: child, path: [...path, key] });
+      }
+    }
+  }
+  return errors.reverse();
+}
+
 /** Parses input with a route's schema; bad fields are each named in the problem. */
 export function parseInput<T extends z.ZodType>(
   schema: T,
   input: unknown,
   where: 'body' | 'query',
 ): z.infer<T> {
+  const illFormed = illFormedFields(input, where);
   const result = schema.safeParse(input ?? {});
-  if (result.success) return result.data;
-  throw validationFailed(
-    result.error.issues.flatMap((issue) => fieldErrorsOf(issue, where)),
-    `The request ${where} has invalid fields.`,
-  );
+  if (result.success && illFormed.length === 0) return result.data;
+  const reported = new Set(illFormed.map((error) => error.field));
+  const schemaErrors = result.success
+    ? []
+    : result.error.issues
+        .flatMap((issue) => fieldErrorsOf(issue, where))
+        .filter((error) => !reported.has(error.field));
+  throw validationFailed([...illFormed, ...schemaErrors], `The request ${where} has invalid fields.`);
 }

@@ -1,0 +1,136 @@
+import { adminAccountsQuery } from '../src/http/schemas';
+import { parseInput } from '../src/http/validate';
+import {
+  asWebsite,
+  connectInstitution,
+  linkPublicToken,
+  problemShape,
+  rowsOf,
+  startService,
+  uniqueUserId,
+  type ServiceContext,
+} from './support/service';
+
+/**
+ * JSON text sent as is. The `\ud800` escapes stay escapes on the wire, so the server's JSON parser
+ * is what turns them into a lone surrogate, exactly as it would for any caller's JSON encoder.
+ */
+function rawJson(service: ServiceContext, path: string, json: string) {
+  return service.http.post(path).set(asWebsite).set('Content-Type', 'application/json').send(json);
+}
+
+describe('ill-formed strings', () => {
+  let service: ServiceContext;
+  beforeAll(async () => {
+    service = await startService();
+  });
+  afterAll(() => service.close());
+
+  it('when a connection is linked as "victim\\ud800", then 400 naming subscription_user_id, nothing is stored and Plaid is not called', async () => {
+    const victim = uniqueUserId('victim');
+    const publicToken = linkPublicToken(service);
+    service.emulator.clearCalls();
+    const body = `{"public_token":"${publicToken}","subscription_user_id":"${victim}\\ud800","app_name":"Budget App"}`;
+    expect(body).toContain('\\ud800');
+
+    const response = await rawJson(service, '/exchange-public-token', body);
+
+    expect(response.status).toBe(400);
+    expect(response.body).toEqual({
+      ...problemShape,
+      status: 400,
+      code: 'VALIDATION_FAILED',
+      errors: [{ field: 'subscription_user_id', message: expect.stringMatching(/well-formed Unicode/) }],
+    });
+    const stored = `${victim}\ufffd`;
+    expect(
+      await rowsOf(service, `SELECT 1 FROM institutions WHERE subscription_user_id LIKE $1`, [`${victim}%`]),
+    ).toEqual([]);
+    expect(
+      await rowsOf(service, `SELECT 1 FROM exchanges WHERE subscription_user_id = $1`, [stored]),
+    ).toEqual([]);
+    expect(await rowsOf(service, `SELECT 1 FROM events WHERE subscription_user_id = $1`, [stored])).toEqual(
+      [],
+    );
+    expect(service.emulator.calls()).toEqual([]);
+  });
+
+  it('when "victim\\udfff" asks to remove a connection stored as "victim\\ufffd", then 400 and the connection and its accounts stay', async () => {
+    // "victim\ufffd" is what a lone surrogate used to be stored as; a different id must not reach it.
+    const victim = uniqueUserId('victim');
+    const { accessToken, accountIds } = await connectInstitution(service, `${victim}\ufffd`);
+    service.emulator.clearCalls();
+
+    const institution = await rawJson(
+      service,
+      '/remove-institution',
+      `{"subscription_user_id":"${victim}\\udfff","access_token":"${accessToken}"}`,
+    );
+    const account = await rawJson(
+      service,
+      '/remove-account',
+      `{"subscription_user_id":"${victim}\\udfff","provider_account_id":"${accountIds[0]}"}`,
+    );
+
+    for (const response of [institution, account]) {
+      expect(response.status).toBe(400);
+      expect(response.body.errors).toEqual([
+        { field: 'subscription_user_id', message: expect.stringMatching(/well-formed Unicode/) },
+      ]);
+    }
+    const accounts = await rowsOf(
+      service,
+      `SELECT a.provider_account_id FROM accounts a JOIN institutions i ON i.id = a.institution_id
+        WHERE i.subscription_user_id = $1 ORDER BY a.provider_account_id`,
+      [`${victim}\ufffd`],
+    );
+    expect(accounts.map((row) => row.provider_account_id)).toEqual([...accountIds].sort());
+    expect(await rowsOf(service, `SELECT 1 FROM outbox`)).toEqual([]);
+    expect(service.emulator.calls()).toEqual([]);
+  });
+
+  it('when a lone surrogate hides in app_name, a nested metadata field or a key, then each is named and a valid pair still is', async () => {
+    const user = uniqueUserId();
+    const publicToken = linkPublicToken(service);
+    service.emulator.clearCalls();
+
+    const linkToken = await rawJson(
+      service,
+      '/create-link-token',
+      `{"subscription_user_id":"${user}","app_name":"App \\udc00"}`,
+    );
+    const exchange = await rawJson(
+      service,
+      '/exchange-public-token',
+      `{"public_token":"${publicToken}","subscription_user_id":"${user}","app_name":"App",` +
+        `"metadata":{"institution":{"name":"Bank \\ud83d"},"accounts":[{"mask":"0000","x\\ud800":1}]}}`,
+    );
+    const pair = await rawJson(
+      service,
+      '/create-link-token',
+      `{"subscription_user_id":"${user}-\\ud83d\\ude00","app_name":"App"}`,
+    );
+
+    expect(linkToken.status).toBe(400);
+    expect(linkToken.body.errors).toEqual([{ field: 'app_name', message: expect.any(String) }]);
+    expect(exchange.status).toBe(400);
+    expect(exchange.body.errors).toEqual(
+      expect.arrayContaining([
+        { field: 'metadata.institution.name', message: expect.stringMatching(/well-formed Unicode/) },
+        { field: 'metadata.accounts.0.x\ud800', message: expect.stringMatching(/well-formed Unicode/) },
+      ]),
+    );
+    expect(pair.status).toBe(200);
+    expect(service.emulator.calls().map((call) => call.path)).toEqual(['/link/token/create']);
+  });
+
+  it('when an admin filter is ill-formed, then it is named too (query strings decode bad escapes to U+FFFD, so this guards the parser)', () => {
+    expect(() => parseInput(adminAccountsQuery, { subscription_user_id: 'victim\ud800' }, 'query')).toThrow(
+      expect.objectContaining({
+        status: 400,
+        code: 'VALIDATION_FAILED',
+        errors: [{ field: 'subscription_user_id', message: expect.stringMatching(/well-formed Unicode/) }],
+      }),
+    );
+  });
+});

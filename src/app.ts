@@ -1,3 +1,4 @@
+import { isUtf8 } from 'node:buffer';
 import { randomUUID } from 'node:crypto';
 import express, { type Express, type Request, type Response } from 'express';
 import helmet from 'helmet';
@@ -86,7 +87,16 @@ export function createApp(deps: AppDependencies): Express {
 
   app.use(authenticate(deps.secrets));
   app.use(requireJsonBody);
-  app.use(express.json({ limit: MAX_BODY, strict: true }));
+  app.use(
+    express.json({
+      limit: MAX_BODY,
+      strict: true,
+      // Invalid UTF-8 would be decoded to U+FFFD, and two different ids would become one.
+      verify: (_req, _res, body) => {
+        if (!isUtf8(body)) throw new Error('the request body is not valid UTF-8');
+      },
+    }),
+  );
 
   app.use(ACCOUNT_PATHS, requireRole('internal'));
   app.use(linkRoutes(deps.connections));

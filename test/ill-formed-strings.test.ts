@@ -89,6 +89,36 @@ describe('ill-formed strings', () => {
     expect(service.emulator.calls()).toEqual([]);
   });
 
+  it('when a body carries bytes that are not UTF-8, then 400 MALFORMED_JSON and nothing is stored, so they cannot alias another id as U+FFFD', async () => {
+    const victim = uniqueUserId('victim');
+    const body = Buffer.concat([
+      Buffer.from(`{"subscription_user_id":"${victim}`),
+      Buffer.from([0xff]),
+      Buffer.from('","app_name":"Budget App"}'),
+    ]);
+    service.emulator.clearCalls();
+
+    const response = await service.http
+      .post('/create-link-token')
+      .set(asWebsite)
+      .set('Content-Type', 'application/json')
+      // Sent byte for byte: superagent would otherwise serialize a Buffer as JSON.
+      .serialize((raw: unknown) => raw as string)
+      .send(body as unknown as string);
+
+    expect(response.status).toBe(400);
+    expect(response.body).toEqual({
+      ...problemShape,
+      status: 400,
+      code: 'MALFORMED_JSON',
+      detail: 'The request body is not valid UTF-8.',
+    });
+    expect(
+      await rowsOf(service, `SELECT 1 FROM events WHERE subscription_user_id LIKE $1`, [`${victim}%`]),
+    ).toEqual([]);
+    expect(service.emulator.calls()).toEqual([]);
+  });
+
   it('when a lone surrogate hides in app_name, a nested metadata field or a key, then each is named and a valid pair still is', async () => {
     const user = uniqueUserId();
     const publicToken = linkPublicToken(service);

@@ -8,6 +8,9 @@ export const PROBLEM_CONTENT_TYPE = 'application/problem+json';
 const BODY_PARSER_ERRORS: Record<string, () => AppError> = {
   'entity.parse.failed': () =>
     new AppError(400, 'MALFORMED_JSON', 'Malformed JSON', { detail: 'The request body is not valid JSON.' }),
+  // The only verify step is the UTF-8 check.
+  'entity.verify.failed': () =>
+    new AppError(400, 'MALFORMED_JSON', 'Malformed JSON', { detail: 'The request body is not valid UTF-8.' }),
   'entity.too.large': () =>
     new AppError(413, 'PAYLOAD_TOO_LARGE', 'Payload too large', {
       detail: 'The request body is over 16 kB.',

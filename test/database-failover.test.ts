@@ -144,7 +144,12 @@ describe('a lost database connection', () => {
         .set('Accept', 'text/csv')
         .then(
           (response) => response,
-          (error: Error) => ({ status: 200, aborted: error.message, headers: {}, body: {} }),
+          (error: Error) => ({
+            status: 200,
+            aborted: error.message,
+            headers: {} as Record<string, string>,
+            body: {} as Record<string, unknown>,
+          }),
         );
       await sleep(round % 5 === 0 ? 0 : 5 + (round % 4) * 10);
       await terminateBackends(service.database.name);

@@ -78,7 +78,6 @@ export interface ConnectionServiceDeps {
 }
 
 const CLAIM_STALE_AFTER_SECONDS = EXCHANGE_CLAIM_STALE_AFTER_MS / 1000;
-const POLL_INTERVAL_MS = 50;
 
 /** Institution id plus the sorted (mask, subtype) pairs: what makes two connections the same login. */
 export function signAccounts(

@@ -13,7 +13,7 @@ export interface MainProcess {
   /** The built-in emulator's URL, when the process runs one. */
   emulatorUrl: string | undefined;
   /** The address the listener is bound to, as the process reported it. */
-  listenAddress: string | undefined;
+  listenAddress?: string | undefined;
   exited: Promise<number | null>;
 }
 

@@ -3,6 +3,127 @@ export interface FieldError {
   message: string;
 }
 
+/**
+ * Every error code the API answers with, declared once: the problem handler, the OpenAPI document and
+ * the README's error table (checked by a test) are all built from this list. The rules throw by code
+ * and never see a status; only the HTTP layer reads `status`.
+ */
+export const ERROR_REGISTRY = {
+  VALIDATION_FAILED: {
+    status: 400,
+    title: 'Invalid request',
+    description: 'A field is missing or invalid; `errors` names each.',
+  },
+  MALFORMED_JSON: { status: 400, title: 'Malformed JSON', description: 'The body is not valid UTF-8 JSON.' },
+  INVALID_PUBLIC_TOKEN: {
+    status: 400,
+    title: 'Invalid public token',
+    description: 'Plaid says the public token is invalid, expired, or already exchanged.',
+  },
+  BAD_REQUEST: { status: 400, title: 'Bad request', description: 'A body that could not be read.' },
+  UNAUTHENTICATED: {
+    status: 401,
+    title: 'Unauthenticated',
+    description: 'Missing or unknown `X-Internal-Secret`.',
+  },
+  FORBIDDEN: { status: 403, title: 'Forbidden', description: 'The secret belongs to the other role.' },
+  NOT_FOUND: {
+    status: 404,
+    title: 'Not found',
+    description: 'Unknown, removed, or another user’s account or connection; also unknown routes.',
+  },
+  METHOD_NOT_ALLOWED: {
+    status: 405,
+    title: 'Method not allowed',
+    description: 'Wrong method for this path (see `Allow`).',
+  },
+  DUPLICATE_INSTITUTION: {
+    status: 409,
+    title: 'Institution already connected',
+    description: 'The user already has a connection to this institution with the same accounts.',
+  },
+  EXCHANGE_IN_PROGRESS: {
+    status: 409,
+    title: 'Exchange in progress',
+    description: 'Another request is exchanging this public token; retry shortly.',
+  },
+  EXCHANGE_FAILED: {
+    status: 409,
+    title: 'Exchange failed',
+    description: 'An earlier exchange of this public token failed; start Link again.',
+  },
+  ITEM_LOGIN_REQUIRED: {
+    status: 409,
+    title: 'The connection needs the user to log in again',
+    description: 'Plaid needs the user to log in again; create an update-mode link token.',
+  },
+  PAYLOAD_TOO_LARGE: { status: 413, title: 'Payload too large', description: 'The body is over 16 kB.' },
+  UNSUPPORTED_MEDIA_TYPE: {
+    status: 415,
+    title: 'Unsupported media type',
+    description: 'A POST body that is not JSON.',
+  },
+  RATE_LIMITED: {
+    status: 429,
+    title: 'Too many requests',
+    description: 'This service’s limit per user, per action across users, or per admin secret.',
+  },
+  PROVIDER_RATE_LIMITED: {
+    status: 429,
+    title: 'Provider rate limit reached',
+    description: 'Plaid’s rate limit.',
+  },
+  INTERNAL_ERROR: {
+    status: 500,
+    title: 'Internal error',
+    description: 'No internals in the body; the log has them under the request id.',
+  },
+  PROVIDER_ERROR: {
+    status: 502,
+    title: 'Provider error',
+    description: 'Plaid failed or could not be reached.',
+  },
+  PROVIDER_REJECTED: {
+    status: 502,
+    title: 'Provider rejected the request',
+    description: 'Plaid refused the service’s request, e.g. bad credentials.',
+  },
+  PROVIDER_INVALID_RESPONSE: {
+    status: 502,
+    title: 'Provider sent an invalid response',
+    description: 'Plaid answered without the fields the service needs.',
+  },
+  DATABASE_UNAVAILABLE: {
+    status: 503,
+    title: 'Database unavailable',
+    description: 'The database is not answering; retry after `Retry-After`.',
+  },
+  PROVIDER_UNAVAILABLE: {
+    status: 503,
+    title: 'Provider unavailable',
+    description: 'Plaid maintenance, or Plaid kept failing and calls are paused.',
+  },
+  SHUTTING_DOWN: {
+    status: 503,
+    title: 'Shutting down',
+    description: 'This instance is shutting down (readiness only).',
+  },
+  EXPORT_CAPACITY_REACHED: {
+    status: 503,
+    title: 'Export capacity reached',
+    description: 'Every export slot is taken; read pages, or retry.',
+  },
+  PROVIDER_TIMEOUT: {
+    status: 504,
+    title: 'Provider timed out',
+    description: 'Plaid did not answer in time.',
+  },
+} as const satisfies Record<string, { status: number; title: string; description: string }>;
+
+export type ErrorCode = keyof typeof ERROR_REGISTRY;
+
+export const ERROR_CODES = Object.keys(ERROR_REGISTRY) as ErrorCode[];
+
 export interface AppErrorOptions {
   detail?: string;
   errors?: FieldError[];
@@ -12,8 +133,8 @@ export interface AppErrorOptions {
 }
 
 /**
- * The one error type the service throws on purpose. `code` is the stable, machine-readable
- * name clients branch on; `title` is the human summary of the code; `detail` is this occurrence.
+ * The one error type the service throws on purpose. `code` is the stable, machine-readable name
+ * clients branch on; its title and status come from the registry; `detail` is this occurrence.
  */
 export class AppError extends Error {
   readonly detail: string;
@@ -22,30 +143,32 @@ export class AppError extends Error {
   readonly headers: Record<string, string>;
 
   constructor(
-    readonly status: number,
-    readonly code: string,
-    readonly title: string,
+    readonly code: ErrorCode,
     options: AppErrorOptions = {},
   ) {
-    super(options.detail ?? title, { cause: options.cause });
+    super(options.detail ?? ERROR_REGISTRY[code].title, { cause: options.cause });
     this.name = 'AppError';
-    this.detail = options.detail ?? title;
+    this.detail = options.detail ?? ERROR_REGISTRY[code].description;
     this.errors = options.errors;
     this.retryAfterSeconds = options.retryAfterSeconds;
     this.headers = options.headers ?? {};
   }
+
+  get title(): string {
+    return ERROR_REGISTRY[this.code].title;
+  }
 }
 
-export const notFound = (detail: string) => new AppError(404, 'NOT_FOUND', 'Not found', { detail });
+export const notFound = (detail: string) => new AppError('NOT_FOUND', { detail });
 
 export const validationFailed = (errors: FieldError[], detail = 'The request has invalid fields.') =>
-  new AppError(400, 'VALIDATION_FAILED', 'Invalid request', { detail, errors });
+  new AppError('VALIDATION_FAILED', { detail, errors });
 
 export const tooManyRequests = (retryAfterSeconds: number, detail: string) =>
-  new AppError(429, 'RATE_LIMITED', 'Too many requests', { detail, retryAfterSeconds });
+  new AppError('RATE_LIMITED', { detail, retryAfterSeconds });
 
 export const databaseUnavailable = (cause?: unknown) =>
-  new AppError(503, 'DATABASE_UNAVAILABLE', 'Database unavailable', {
+  new AppError('DATABASE_UNAVAILABLE', {
     detail: 'The database is not answering; try again shortly.',
     retryAfterSeconds: 5,
     cause,

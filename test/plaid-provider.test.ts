@@ -1,6 +1,7 @@
 import { PlaidEmulator } from '../src/emulator/plaid-emulator';
 import { createLogger } from '../src/logger';
 import { PlaidProvider, type PlaidProviderOptions } from '../src/provider/plaid-provider';
+import { ERROR_REGISTRY } from '../src/errors';
 import { ProviderError } from '../src/provider/provider-error';
 
 const logger = createLogger({ level: 'silent' });
@@ -108,11 +109,11 @@ describe('the Plaid provider wrapper', () => {
 
     expect(failure).toMatchObject({
       kind: 'invalid_public_token',
-      status: 400,
       code: 'INVALID_PUBLIC_TOKEN',
       errorCode: 'INVALID_PUBLIC_TOKEN',
       providerRequestId: expect.any(String),
     });
+    expect(ERROR_REGISTRY[failure.code].status).toBe(400);
   });
 
   it('when the Item is already gone, then item_gone for ITEM_NOT_FOUND and for INVALID_ACCESS_TOKEN', async () => {
@@ -139,7 +140,8 @@ describe('the Plaid provider wrapper', () => {
 
     const failure = await failureOf(provider.getAccounts(accessToken));
 
-    expect(failure).toMatchObject({ kind: 'item_login_required', status: 409, code: 'ITEM_LOGIN_REQUIRED' });
+    expect(failure).toMatchObject({ kind: 'item_login_required', code: 'ITEM_LOGIN_REQUIRED' });
+    expect(ERROR_REGISTRY[failure.code].status).toBe(409);
   });
 
   it.each([
@@ -167,7 +169,8 @@ describe('the Plaid provider wrapper', () => {
 
     const failure = await failureOf(provider.createLinkToken({ clientUserId: 'u', clientName: 'A' }));
 
-    expect(failure).toMatchObject({ kind, status, code });
+    expect(failure).toMatchObject({ kind, code });
+    expect(ERROR_REGISTRY[failure.code].status).toBe(status);
   });
 
   it('when a call takes longer than the timeout, then 504 well before the delay ends', async () => {
@@ -177,7 +180,8 @@ describe('the Plaid provider wrapper', () => {
 
     const failure = await failureOf(provider.getInstitutionName('ins_109508'));
 
-    expect(failure).toMatchObject({ kind: 'timeout', status: 504, code: 'PROVIDER_TIMEOUT' });
+    expect(failure).toMatchObject({ kind: 'timeout', code: 'PROVIDER_TIMEOUT' });
+    expect(ERROR_REGISTRY[failure.code].status).toBe(504);
     expect(Date.now() - started).toBeLessThan(2_000);
   });
 
@@ -242,7 +246,8 @@ describe('the Plaid provider wrapper', () => {
 
     const failure = await failureOf(provider.getInstitutionName('ins_109508'));
 
-    expect(failure).toMatchObject({ kind: 'unavailable', status: 503, code: 'PROVIDER_UNAVAILABLE' });
+    expect(failure).toMatchObject({ kind: 'unavailable', code: 'PROVIDER_UNAVAILABLE' });
+    expect(ERROR_REGISTRY[failure.code].status).toBe(503);
     expect(emulator.calls()).toHaveLength(0);
   });
 

@@ -1,4 +1,5 @@
 import { OpenAPIRegistry, OpenApiGeneratorV31 } from '@asteasolutions/zod-to-openapi';
+import { ERROR_CODES, ERROR_REGISTRY, type ErrorCode } from '../errors';
 import {
   adminAccountsQuery,
   adminAccountsResponse,
@@ -16,30 +17,21 @@ import {
 } from './schemas';
 import { retryDeadRemovalsBody, retryDeadRemovalsResponse } from './routes/admin-removals';
 
-type ProblemStatus = 400 | 401 | 403 | 404 | 405 | 409 | 413 | 415 | 429 | 500 | 502 | 503 | 504;
+type ProblemStatus = (typeof ERROR_REGISTRY)[ErrorCode]['status'];
 
-const PROBLEM_DESCRIPTIONS: Record<ProblemStatus, string> = {
-  400: 'Invalid input (VALIDATION_FAILED, MALFORMED_JSON, INVALID_PUBLIC_TOKEN).',
-  401: 'Missing or unknown X-Internal-Secret (UNAUTHENTICATED).',
-  403: 'The secret belongs to the other role (FORBIDDEN).',
-  404: 'Unknown, removed, or another user’s account or connection (NOT_FOUND).',
-  405: 'Wrong method for this path (METHOD_NOT_ALLOWED).',
-  409: 'DUPLICATE_INSTITUTION, EXCHANGE_IN_PROGRESS, EXCHANGE_FAILED or ITEM_LOGIN_REQUIRED.',
-  413: 'Body over 16 kB (PAYLOAD_TOO_LARGE).',
-  415: 'Body that is not JSON (UNSUPPORTED_MEDIA_TYPE).',
-  429: 'RATE_LIMITED (per user, or per admin secret) or PROVIDER_RATE_LIMITED; see Retry-After.',
-  500: 'INTERNAL_ERROR.',
-  502: 'PROVIDER_ERROR, PROVIDER_REJECTED or PROVIDER_INVALID_RESPONSE.',
-  503: 'DATABASE_UNAVAILABLE, PROVIDER_UNAVAILABLE or EXPORT_CAPACITY_REACHED; see Retry-After.',
-  504: 'PROVIDER_TIMEOUT.',
-};
+/** Each status lists the codes the registry gives it, so the document cannot drift from the handler. */
+function describeStatus(status: ProblemStatus): string {
+  return ERROR_CODES.filter((code) => ERROR_REGISTRY[code].status === status)
+    .map((code) => `${code}: ${ERROR_REGISTRY[code].description}`)
+    .join(' ');
+}
 
 const problems = (...statuses: ProblemStatus[]) =>
   Object.fromEntries(
     statuses.map((status) => [
       status,
       {
-        description: PROBLEM_DESCRIPTIONS[status],
+        description: describeStatus(status),
         content: { 'application/problem+json': { schema: problemSchema } },
       },
     ]),

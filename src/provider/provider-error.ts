@@ -1,4 +1,4 @@
-import { AppError } from '../errors';
+import { AppError, ERROR_REGISTRY, type ErrorCode } from '../errors';
 
 export type ProviderFailureKind =
   | 'invalid_public_token'
@@ -11,27 +11,20 @@ export type ProviderFailureKind =
   | 'rejected'
   | 'invalid_response';
 
-const HTTP: Record<ProviderFailureKind, { status: number; code: string; title: string }> = {
-  invalid_public_token: { status: 400, code: 'INVALID_PUBLIC_TOKEN', title: 'Invalid public token' },
-  item_gone: { status: 404, code: 'NOT_FOUND', title: 'Not found' },
-  item_login_required: {
-    status: 409,
-    code: 'ITEM_LOGIN_REQUIRED',
-    title: 'The connection needs the user to log in again',
-  },
-  rate_limited: { status: 429, code: 'PROVIDER_RATE_LIMITED', title: 'Provider rate limit reached' },
-  unavailable: { status: 503, code: 'PROVIDER_UNAVAILABLE', title: 'Provider unavailable' },
-  timeout: { status: 504, code: 'PROVIDER_TIMEOUT', title: 'Provider timed out' },
-  failed: { status: 502, code: 'PROVIDER_ERROR', title: 'Provider error' },
-  rejected: { status: 502, code: 'PROVIDER_REJECTED', title: 'Provider rejected the request' },
-  invalid_response: {
-    status: 502,
-    code: 'PROVIDER_INVALID_RESPONSE',
-    title: 'Provider sent an invalid response',
-  },
+/** What each kind of provider failure is to the service's callers. */
+const CODES: Record<ProviderFailureKind, ErrorCode> = {
+  invalid_public_token: 'INVALID_PUBLIC_TOKEN',
+  item_gone: 'NOT_FOUND',
+  item_login_required: 'ITEM_LOGIN_REQUIRED',
+  rate_limited: 'PROVIDER_RATE_LIMITED',
+  unavailable: 'PROVIDER_UNAVAILABLE',
+  timeout: 'PROVIDER_TIMEOUT',
+  failed: 'PROVIDER_ERROR',
+  rejected: 'PROVIDER_REJECTED',
+  invalid_response: 'PROVIDER_INVALID_RESPONSE',
 };
 
-/** A failed provider call, already translated into what the HTTP layer answers. */
+/** A failed provider call, already translated into the service's error codes. */
 export class ProviderError extends AppError {
   constructor(
     readonly kind: ProviderFailureKind,
@@ -46,9 +39,9 @@ export class ProviderError extends AppError {
       cause?: unknown;
     } = {},
   ) {
-    const http = HTTP[kind];
-    super(http.status, http.code, http.title, {
-      detail: details.message ?? `${operation}: ${http.title.toLowerCase()}`,
+    const code = CODES[kind];
+    super(code, {
+      detail: details.message ?? `${operation}: ${ERROR_REGISTRY[code].title.toLowerCase()}`,
       retryAfterSeconds:
         details.retryAfterSeconds ?? (kind === 'rate_limited' || kind === 'unavailable' ? 30 : undefined),
       cause: details.cause,

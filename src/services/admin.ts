@@ -41,7 +41,7 @@ const WINDOWS = { last_24h: 24 * 3600e3, last_7d: 7 * 24 * 3600e3, last_30d: 30 
 const EXPORT_RETRY_AFTER_SECONDS = 10;
 
 const exportCapacityReached = (slots: number) =>
-  new AppError(503, 'EXPORT_CAPACITY_REACHED', 'Export capacity reached', {
+  new AppError('EXPORT_CAPACITY_REACHED', {
     detail: `At most ${slots} account exports run at once; try again shortly, or read pages instead.`,
     retryAfterSeconds: EXPORT_RETRY_AFTER_SECONDS,
   });

@@ -125,7 +125,7 @@ class ExchangeClaimLostError extends Error {
 }
 
 const duplicateInstitution = () =>
-  new AppError(409, 'DUPLICATE_INSTITUTION', 'Institution already connected', {
+  new AppError('DUPLICATE_INSTITUTION', {
     detail: 'This user already has an active connection to this institution with the same accounts.',
   });
 
@@ -206,7 +206,7 @@ export class ConnectionService {
       }
       // Another request holds this public token right now: wait for its answer and give the same one.
       if (Date.now() > deadline) {
-        throw new AppError(409, 'EXCHANGE_IN_PROGRESS', 'Exchange in progress', {
+        throw new AppError('EXCHANGE_IN_PROGRESS', {
           detail: 'Another request is exchanging this public token; retry shortly.',
           retryAfterSeconds: 1,
         });
@@ -464,7 +464,7 @@ export class ConnectionService {
       }
       if (error instanceof ExchangeClaimLostError) {
         // Someone else (the sweeper) already abandoned this exchange and queued its Item's removal.
-        throw new AppError(409, 'EXCHANGE_FAILED', 'Exchange failed', { detail: EXCHANGE_FAILED_DETAIL });
+        throw new AppError('EXCHANGE_FAILED', { detail: EXCHANGE_FAILED_DETAIL });
       }
       if (isUniqueViolation(error, 'institutions_no_duplicate_connection')) {
         await this.abandonExchange(claim, exchanged, {
@@ -560,7 +560,7 @@ export class ConnectionService {
 
   private abandonedExchangeError(existing: ExchangeRow): AppError {
     if (existing.failure_code === 'DUPLICATE_INSTITUTION') return duplicateInstitution();
-    return new AppError(409, 'EXCHANGE_FAILED', 'Exchange failed', { detail: EXCHANGE_FAILED_DETAIL });
+    return new AppError('EXCHANGE_FAILED', { detail: EXCHANGE_FAILED_DETAIL });
   }
 
   /** The removal committed locally; one attempt at the provider now, the worker retries the rest. */

@@ -12,7 +12,7 @@ export interface SecretSets {
 const digest = (value: string) => createHash('sha256').update(value, 'utf8').digest();
 
 const unauthenticated = () =>
-  new AppError(401, 'UNAUTHENTICATED', 'Unauthenticated', {
+  new AppError('UNAUTHENTICATED', {
     detail: 'Send a valid secret in the X-Internal-Secret header.',
   });
 
@@ -50,7 +50,7 @@ export function authenticate(secrets: SecretSets) {
 export function requireRole(...roles: Role[]) {
   return (_req: Request, res: Response, next: NextFunction) => {
     if (!roles.includes(res.locals.role as Role)) {
-      throw new AppError(403, 'FORBIDDEN', 'Forbidden', {
+      throw new AppError('FORBIDDEN', {
         detail:
           res.locals.role === 'admin'
             ? 'The admin secret may only call /admin endpoints.'

@@ -1,5 +1,5 @@
 import type { NextFunction, Request, Response } from 'express';
-import { AppError, databaseUnavailable } from '../../errors';
+import { AppError, ERROR_REGISTRY, databaseUnavailable } from '../../errors';
 import { isDatabaseUnavailableError } from '../../db/pool';
 import type { Logger } from '../../logger';
 
@@ -7,26 +7,26 @@ export const PROBLEM_CONTENT_TYPE = 'application/problem+json';
 
 const BODY_PARSER_ERRORS: Record<string, () => AppError> = {
   'entity.parse.failed': () =>
-    new AppError(400, 'MALFORMED_JSON', 'Malformed JSON', { detail: 'The request body is not valid JSON.' }),
+    new AppError('MALFORMED_JSON', { detail: 'The request body is not valid JSON.' }),
   // The only verify step is the UTF-8 check.
   'entity.verify.failed': () =>
-    new AppError(400, 'MALFORMED_JSON', 'Malformed JSON', { detail: 'The request body is not valid UTF-8.' }),
+    new AppError('MALFORMED_JSON', { detail: 'The request body is not valid UTF-8.' }),
   'entity.too.large': () =>
-    new AppError(413, 'PAYLOAD_TOO_LARGE', 'Payload too large', {
+    new AppError('PAYLOAD_TOO_LARGE', {
       detail: 'The request body is over 16 kB.',
     }),
   'encoding.unsupported': () =>
-    new AppError(415, 'UNSUPPORTED_MEDIA_TYPE', 'Unsupported media type', {
+    new AppError('UNSUPPORTED_MEDIA_TYPE', {
       detail: 'The request body encoding is not supported.',
     }),
   'charset.unsupported': () =>
-    new AppError(415, 'UNSUPPORTED_MEDIA_TYPE', 'Unsupported media type', {
+    new AppError('UNSUPPORTED_MEDIA_TYPE', {
       detail: 'Send the body as UTF-8 JSON.',
     }),
 };
 
 const internalError = () =>
-  new AppError(500, 'INTERNAL_ERROR', 'Internal error', {
+  new AppError('INTERNAL_ERROR', {
     detail: 'Something went wrong on our side; the request id helps us find it.',
   });
 
@@ -38,22 +38,27 @@ export function toAppError(error: unknown): AppError {
   if (isDatabaseUnavailableError(error)) return databaseUnavailable(error);
   const status = (error as { status?: unknown })?.status;
   if (typeof status === 'number' && status >= 400 && status < 500) {
-    return new AppError(status, 'BAD_REQUEST', 'Bad request', { detail: 'The request could not be read.' });
+    return new AppError('BAD_REQUEST', { detail: 'The request could not be read.' });
   }
   return internalError();
+}
+
+/** The HTTP status of an error code: the registry is the only place that says it. */
+export function statusOf(error: AppError): number {
+  return ERROR_REGISTRY[error.code].status;
 }
 
 export function sendProblem(res: Response, error: AppError, requestId: string): void {
   for (const [name, value] of Object.entries(error.headers)) res.setHeader(name, value);
   if (error.retryAfterSeconds !== undefined) res.setHeader('Retry-After', String(error.retryAfterSeconds));
   res
-    .status(error.status)
+    .status(statusOf(error))
     .type(PROBLEM_CONTENT_TYPE)
     .send(
       JSON.stringify({
         type: `urn:account-connection:problem:${error.code.toLowerCase().replace(/_/g, '-')}`,
         title: error.title,
-        status: error.status,
+        status: statusOf(error),
         detail: error.detail,
         code: error.code,
         request_id: requestId,
@@ -63,9 +68,7 @@ export function sendProblem(res: Response, error: AppError, requestId: string): 
 }
 
 export function notFoundHandler(req: Request, _res: Response, next: NextFunction): void {
-  next(
-    new AppError(404, 'NOT_FOUND', 'Not found', { detail: `There is no ${req.method} ${req.path} here.` }),
-  );
+  next(new AppError('NOT_FOUND', { detail: `There is no ${req.method} ${req.path} here.` }));
 }
 
 /** The only place that writes an error response. */
@@ -73,7 +76,7 @@ export function problemHandler(logger: Logger) {
   return (error: unknown, req: Request, res: Response, _next: NextFunction): void => {
     const problem = toAppError(error);
     const log = req.log ?? logger;
-    if (problem.status >= 500) log.error({ err: error, code: problem.code }, 'request failed');
+    if (statusOf(problem) >= 500) log.error({ err: error, code: problem.code }, 'request failed');
     else log.debug({ code: problem.code }, 'request refused');
     if (res.headersSent) {
       res.destroy();

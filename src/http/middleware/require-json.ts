@@ -5,7 +5,7 @@ import { AppError } from '../../errors';
 export function requireJsonBody(req: Request, _res: Response, next: NextFunction): void {
   const empty = req.headers['content-length'] === '0' && req.headers['transfer-encoding'] === undefined;
   if (req.method === 'POST' && !empty && req.is('application/json') === false) {
-    throw new AppError(415, 'UNSUPPORTED_MEDIA_TYPE', 'Unsupported media type', {
+    throw new AppError('UNSUPPORTED_MEDIA_TYPE', {
       detail: 'Send the body as JSON with Content-Type: application/json.',
     });
   }
@@ -15,7 +15,7 @@ export function requireJsonBody(req: Request, _res: Response, next: NextFunction
 export function methodNotAllowed(...allowed: string[]) {
   return (req: Request, _res: Response, next: NextFunction) => {
     next(
-      new AppError(405, 'METHOD_NOT_ALLOWED', 'Method not allowed', {
+      new AppError('METHOD_NOT_ALLOWED', {
         detail: `${req.method} is not allowed here; use ${allowed.join(', ')}.`,
         headers: { Allow: allowed.join(', ') },
       }),

@@ -18,7 +18,7 @@ export function healthRoutes(pool: Pool, isShuttingDown: () => boolean): Router 
     .route('/readyz')
     .get(async (_req, res) => {
       if (isShuttingDown()) {
-        throw new AppError(503, 'SHUTTING_DOWN', 'Shutting down', {
+        throw new AppError('SHUTTING_DOWN', {
           detail: 'This instance is shutting down.',
         });
       }

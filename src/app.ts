@@ -17,13 +17,17 @@ import { linkRoutes } from './http/routes/link';
 import { openApiRoutes } from './http/routes/openapi';
 import { removalRoutes } from './http/routes/removal';
 import type { AdminService } from './services/admin';
-import type { ConnectionService } from './services/connections';
+import type { ExchangeService } from './services/exchange';
+import type { LinkTokenService } from './services/link-tokens';
+import type { RemovalService } from './services/removal';
 
 export interface AppDependencies {
   logger: Logger;
   pool: Pool;
   secrets: SecretSets;
-  connections: ConnectionService;
+  linkTokens: LinkTokenService;
+  exchanges: ExchangeService;
+  removals: RemovalService;
   admin: AdminService;
   /** Per admin secret, over every /admin route; unset (apps built by hand in tests): no limit. */
   adminRequestsPerMinute?: number;
@@ -99,9 +103,9 @@ export function createApp(deps: AppDependencies): Express {
   );
 
   app.use(ACCOUNT_PATHS, requireRole('internal'));
-  app.use(linkRoutes(deps.connections));
-  app.use(exchangeRoutes(deps.connections));
-  app.use(removalRoutes(deps.connections));
+  app.use(linkRoutes(deps.linkTokens));
+  app.use(exchangeRoutes(deps.exchanges));
+  app.use(removalRoutes(deps.removals));
   app.use(
     '/admin',
     requireRole('admin'),

@@ -7,7 +7,10 @@ import type { Logger } from './logger';
 import type { AccountProvider } from './provider/account-provider';
 import { PlaidProvider, type PlaidProviderOptions } from './provider/plaid-provider';
 import { AdminService } from './services/admin';
-import { ConnectionService, type ConnectionHooks } from './services/connections';
+import { ExchangeService } from './services/exchange';
+import { LinkTokenService } from './services/link-tokens';
+import { RemovalService } from './services/removal';
+import type { RuleDependencies, RuleHooks } from './services/rule-dependencies';
 import { OutboxProcessor } from './services/outbox-processor';
 import { RateLimits } from './services/rate-limits';
 
@@ -19,7 +22,9 @@ export interface Dependencies {
   vault: TokenVault;
   outbox: OutboxProcessor;
   rateLimits: RateLimits;
-  connections: ConnectionService;
+  linkTokens: LinkTokenService;
+  exchanges: ExchangeService;
+  removals: RemovalService;
   admin: AdminService;
 }
 
@@ -32,7 +37,7 @@ export interface DependencyOverrides {
       'retryBaseDelayMs' | 'retryMaxDelayMs' | 'breakerThreshold' | 'breakerHalfOpenAfterMs'
     >
   >;
-  hooks?: ConnectionHooks;
+  hooks?: RuleHooks;
   poolMax?: number;
   removalWaitMs?: number;
 }
@@ -73,16 +78,16 @@ export function buildDependencies(
     config.outbox,
   );
   const rateLimits = new RateLimits(pool, config.rateLimits);
-  const connections = new ConnectionService({
+  const rules: RuleDependencies = {
     pool,
     provider,
     vault,
     outbox,
     rateLimits,
-    logger: logger.child({ component: 'connections' }),
+    logger: logger.child({ component: 'rules' }),
     hooks: overrides.hooks,
     removalWaitMs: overrides.removalWaitMs,
-  });
+  };
   const admin = new AdminService({
     pool: adminPool,
     cursorKey: deriveCursorKey(config.tokenHmacKey),
@@ -90,7 +95,18 @@ export function buildDependencies(
     exportStallTimeoutMs: config.admin.exportStallTimeoutMs,
     logger: logger.child({ component: 'admin' }),
   });
-  return { pool, adminPool, provider, vault, outbox, rateLimits, connections, admin };
+  return {
+    pool,
+    adminPool,
+    provider,
+    vault,
+    outbox,
+    rateLimits,
+    linkTokens: new LinkTokenService(rules),
+    exchanges: new ExchangeService(rules),
+    removals: new RemovalService(rules),
+    admin,
+  };
 }
 
 /** What the HTTP app needs of the dependencies, the same for the service and its tests. */
@@ -100,7 +116,9 @@ export function toAppDependencies(config: Config, logger: Logger, deps: Dependen
     pool: deps.pool,
     secrets: { internal: config.internalSecrets, admin: config.adminSecrets },
     adminRequestsPerMinute: config.rateLimits.adminPerMinute,
-    connections: deps.connections,
+    linkTokens: deps.linkTokens,
+    exchanges: deps.exchanges,
+    removals: deps.removals,
     admin: deps.admin,
   };
 }

@@ -61,7 +61,7 @@ async function main(): Promise<void> {
     if (server) await closeListener(server, config.shutdownTimeoutMs, logger);
     // An exchange whose Plaid call started is carried to a stored connection or a queued removal
     // even when its HTTP connection was cut: the pool stays open until it is.
-    await deps?.connections.drain();
+    await deps?.exchanges.drain();
     await deps?.outbox.stop().catch((error: unknown) => logger.error({ err: error }, 'outbox stop failed'));
     for (const pool of [deps?.pool, deps?.adminPool]) {
       await pool?.end().catch((error: unknown) => logger.error({ err: error }, 'pool close failed'));

@@ -2,7 +2,9 @@ import request from 'supertest';
 import { createApp } from '../src/app';
 import { createLogger } from '../src/logger';
 import type { AdminService } from '../src/services/admin';
-import type { ConnectionService } from '../src/services/connections';
+import type { ExchangeService } from '../src/services/exchange';
+import type { LinkTokenService } from '../src/services/link-tokens';
+import type { RemovalService } from '../src/services/removal';
 import { bringDatabaseUp, takeDatabaseDown } from './support/database';
 import { asWebsite, problemShape, startService, uniqueUserId, type ServiceContext } from './support/service';
 
@@ -160,12 +162,14 @@ describe('unexpected errors', () => {
     });
     const failing = {
       createLinkToken: () => Promise.reject(new Error('relation "secret_table" does not exist at pg.query')),
-    } as unknown as ConnectionService;
+    } as unknown as LinkTokenService;
     const app = createApp({
       logger,
       pool: {} as never,
       secrets: { internal: ['website-secret'], admin: ['admin-secret'] },
-      connections: failing,
+      linkTokens: failing,
+      exchanges: {} as ExchangeService,
+      removals: {} as RemovalService,
       admin: {} as AdminService,
     });
 

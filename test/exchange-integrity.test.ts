@@ -1,5 +1,5 @@
 import type { PoolClient } from 'pg';
-import { enqueueAbandonedExchanges } from '../src/repository/outbox-repository';
+import { enqueueAbandonedExchanges } from '../src/repository/exchanges-repository';
 import {
   asWebsite,
   linkPublicToken,

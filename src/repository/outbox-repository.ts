@@ -107,32 +107,3 @@ export async function reviveDeadRemovals(db: Queryable, ids?: string[]): Promise
   );
   return rows;
 }
-
-/**
- * An exchange that stored its access token and then never finished (the process died) would leave a
- * billed Item nobody knows about: hand its token to the outbox for removal.
- */
-export async function enqueueAbandonedExchanges(db: Queryable, olderThanSeconds: number): Promise<number> {
-  const { rowCount } = await db.query(
-    `WITH abandoned AS (
-       UPDATE exchanges e SET state = 'abandoned', failure_code = 'EXCHANGE_FAILED', access_token_ciphertext = NULL,
-                              updated_at = now()
-         FROM (SELECT public_token_fingerprint, provider_item_id, access_token_ciphertext FROM exchanges
-                WHERE state = 'exchanged' AND updated_at < now() - make_interval(secs => $1)
-                FOR UPDATE SKIP LOCKED) old
-        WHERE e.public_token_fingerprint = old.public_token_fingerprint
-        RETURNING old.provider_item_id, old.access_token_ciphertext)
-     INSERT INTO outbox (kind, reason, provider_item_id, access_token_ciphertext)
-     SELECT 'provider_item_remove', 'exchange_abandoned', provider_item_id, access_token_ciphertext FROM abandoned`,
-    [olderThanSeconds],
-  );
-  return rowCount ?? 0;
-}
-
-/** Public tokens live 30 minutes, so idempotency records older than a day can only be replays of nothing. */
-export async function pruneExpiredRecords(db: Queryable): Promise<void> {
-  await db.query(
-    `DELETE FROM exchanges WHERE state IN ('completed', 'abandoned') AND updated_at < now() - interval '1 day'`,
-  );
-  await db.query(`DELETE FROM rate_limits WHERE expire < $1`, [Date.now()]);
-}

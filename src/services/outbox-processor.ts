@@ -4,14 +4,14 @@ import type { Logger } from '../logger';
 import type { AccountProvider } from '../provider/account-provider';
 import { ProviderError } from '../provider/provider-error';
 import {
-  enqueueAbandonedExchanges,
   leaseDueRemovals,
   markRemovalDone,
-  pruneExpiredRecords,
   recordFailedRemoval,
   reviveDeadRemovals,
   type OutboxRow,
 } from '../repository/outbox-repository';
+import { enqueueAbandonedExchanges, pruneFinishedExchanges } from '../repository/exchanges-repository';
+import { pruneExpiredRateLimits } from '../repository/rate-limits-repository';
 
 export interface OutboxSettings {
   pollIntervalMs: number;
@@ -117,7 +117,8 @@ export class OutboxProcessor {
     });
     let delivered = 0;
     for (const row of rows) if (await this.attempt(row)) delivered += 1;
-    await pruneExpiredRecords(this.pool);
+    await pruneFinishedExchanges(this.pool);
+    await pruneExpiredRateLimits(this.pool);
     return delivered;
   }
 

@@ -81,7 +81,7 @@ describe('GET /admin/accounts', () => {
 
     expect(seen).toHaveLength(new Set(seen).size);
     expect(seen).toEqual([...allIds, ...added]);
-    await service.deps.pool.query(`DELETE FROM institutions WHERE provider_institution_id = 'ins_109510'`);
+    await service.deps.pool.query(`DELETE FROM connections WHERE institution_id = 'ins_109510'`);
   });
 
   it.each([
@@ -113,8 +113,8 @@ describe('GET /admin/accounts', () => {
     const [earliest] = await rowsOf(service, `SELECT min(created_at) AS created_at FROM accounts`);
     const boundary = new Date((earliest!.created_at as Date).getTime() + 1).toISOString();
     await service.deps.pool.query(
-      `UPDATE accounts SET created_at = now() + interval '1 hour' WHERE institution_id IN
-         (SELECT id FROM institutions WHERE subscription_user_id = $1)`,
+      `UPDATE accounts SET created_at = now() + interval '1 hour' WHERE connection_id IN
+         (SELECT id FROM connections WHERE subscription_user_id = $1)`,
       [users.bob],
     );
     const later = new Date(Date.now() + 30 * 60 * 1000).toISOString();

@@ -45,7 +45,7 @@ describe('GET /admin/stats', () => {
       .send({ subscription_user_id: cat, access_token: catConnection.accessToken });
     const [firstAccount] = (
       await service.deps.pool.query(
-        `SELECT a.provider_account_id FROM accounts a JOIN institutions i ON i.id = a.institution_id
+        `SELECT a.provider_account_id FROM accounts a JOIN connections i ON i.id = a.connection_id
         WHERE i.subscription_user_id = $1 AND a.type = 'loan' ORDER BY a.id LIMIT 1`,
         [ben],
       )

@@ -48,7 +48,7 @@ describe('a lost database connection', () => {
     const locker = new Client({ connectionString: databaseUrl(service.database.name) });
     await locker.connect();
     await locker.query('BEGIN');
-    await locker.query(`SELECT 1 FROM institutions WHERE subscription_user_id = $1 FOR UPDATE`, [user]);
+    await locker.query(`SELECT 1 FROM connections WHERE subscription_user_id = $1 FOR UPDATE`, [user]);
 
     const removal = service.http
       .post('/remove-account')
@@ -87,7 +87,7 @@ describe('a lost database connection', () => {
     expect(
       await rowsOf(
         service,
-        `SELECT a.provider_account_id FROM accounts a JOIN institutions i ON i.id = a.institution_id
+        `SELECT a.provider_account_id FROM accounts a JOIN connections i ON i.id = a.connection_id
           WHERE i.subscription_user_id = $1`,
         [user],
       ),
@@ -104,7 +104,7 @@ describe('a lost database connection', () => {
       const locker = new Client({ connectionString: databaseUrl(service.database.name) });
       await locker.connect();
       await locker.query('BEGIN');
-      await locker.query(`SELECT 1 FROM institutions WHERE access_token_fingerprint = $1 FOR UPDATE`, [
+      await locker.query(`SELECT 1 FROM connections WHERE access_token_fingerprint = $1 FOR UPDATE`, [
         service.deps.vault.fingerprint(other.accessToken),
       ]);
       locker.on('error', () => undefined);

@@ -55,7 +55,7 @@ describe('an exchange never undoes what committed', () => {
     expect(replay.status).toBe(200);
     expect(replay.body).toEqual(response.body);
     expect(
-      await rowsOf(service, `SELECT account_count FROM institutions WHERE subscription_user_id = $1`, [user]),
+      await rowsOf(service, `SELECT account_count FROM connections WHERE subscription_user_id = $1`, [user]),
     ).toEqual([{ account_count: 12 }]);
     expect(await rowsOf(service, `SELECT reason FROM outbox WHERE reason <> 'institution_removed'`)).toEqual(
       [],
@@ -98,7 +98,7 @@ describe('an exchange changes only the state its claim holds', () => {
     expect(response.status).toBe(409);
     expect(response.body.code).toBe('EXCHANGE_FAILED');
     expect(
-      await rowsOf(service, `SELECT 1 FROM institutions WHERE subscription_user_id = $1`, [user]),
+      await rowsOf(service, `SELECT 1 FROM connections WHERE subscription_user_id = $1`, [user]),
     ).toEqual([]);
     expect(
       await rowsOf(

@@ -81,12 +81,12 @@ describe('POST /exchange-public-token', () => {
     });
     const [institution] = await rowsOf(
       service,
-      `SELECT i.*, (SELECT count(*)::int FROM accounts a WHERE a.institution_id = i.id) AS accounts
-         FROM institutions i WHERE subscription_user_id = $1`,
+      `SELECT i.*, (SELECT count(*)::int FROM accounts a WHERE a.connection_id = i.id) AS accounts
+         FROM connections i WHERE subscription_user_id = $1`,
       [user],
     );
     expect(institution).toMatchObject({
-      provider_institution_id: 'ins_109510',
+      institution_id: 'ins_109510',
       app_name: 'Budget App',
       accounts: 12,
     });
@@ -114,7 +114,7 @@ describe('POST /exchange-public-token', () => {
     expect(second.body).toEqual(first.body);
     expect(service.emulator.calls('/item/public_token/exchange')).toHaveLength(1);
     expect(
-      await rowsOf(service, `SELECT id FROM institutions WHERE subscription_user_id = $1`, [user]),
+      await rowsOf(service, `SELECT id FROM connections WHERE subscription_user_id = $1`, [user]),
     ).toHaveLength(1);
   });
 
@@ -133,7 +133,7 @@ describe('POST /exchange-public-token', () => {
     for (const response of responses) expect(response.body).toEqual(responses[0]!.body);
     expect(service.emulator.calls('/item/public_token/exchange')).toHaveLength(1);
     expect(
-      await rowsOf(service, `SELECT id FROM institutions WHERE subscription_user_id = $1`, [user]),
+      await rowsOf(service, `SELECT id FROM connections WHERE subscription_user_id = $1`, [user]),
     ).toHaveLength(1);
     expect(
       service.emulator
@@ -170,7 +170,7 @@ describe('POST /exchange-public-token', () => {
     expect(service.emulator.calls('/item/remove')).toHaveLength(1);
     expect(service.emulator.items()).toHaveLength(itemsBefore);
     expect(
-      await rowsOf(service, `SELECT id FROM institutions WHERE subscription_user_id = $1`, [user]),
+      await rowsOf(service, `SELECT id FROM connections WHERE subscription_user_id = $1`, [user]),
     ).toHaveLength(1);
     expect(
       await rowsOf(
@@ -233,7 +233,7 @@ describe('POST /exchange-public-token', () => {
     expect(response.status).toBe(400);
     expect(response.body).toEqual({ ...problemShape, status: 400, code: 'INVALID_PUBLIC_TOKEN' });
     expect(
-      await rowsOf(service, `SELECT 1 FROM institutions WHERE subscription_user_id = $1`, [user]),
+      await rowsOf(service, `SELECT 1 FROM connections WHERE subscription_user_id = $1`, [user]),
     ).toEqual([]);
     expect(await rowsOf(service, `SELECT kind FROM events WHERE subscription_user_id = $1`, [user])).toEqual([
       { kind: 'provider_error' },
@@ -282,7 +282,7 @@ describe('POST /exchange-public-token', () => {
     const failed = await exchange(service, { public_token: publicToken, subscription_user_id: user });
     const storedAfterFailure = await rowsOf(
       service,
-      `SELECT 1 FROM institutions WHERE subscription_user_id = $1`,
+      `SELECT 1 FROM connections WHERE subscription_user_id = $1`,
       [user],
     );
     const retried = await exchange(service, { public_token: publicToken, subscription_user_id: user });
@@ -334,7 +334,7 @@ describe('POST /exchange-public-token', () => {
         .find((item) => item.access_token === (removeCall!.body as { access_token: string }).access_token),
     ).toBeUndefined();
     expect(
-      await rowsOf(service, `SELECT 1 FROM institutions WHERE subscription_user_id = $1`, [user]),
+      await rowsOf(service, `SELECT 1 FROM connections WHERE subscription_user_id = $1`, [user]),
     ).toEqual([]);
   });
 

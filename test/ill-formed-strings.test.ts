@@ -44,7 +44,7 @@ describe('ill-formed strings', () => {
     });
     const stored = `${victim}\ufffd`;
     expect(
-      await rowsOf(service, `SELECT 1 FROM institutions WHERE subscription_user_id LIKE $1`, [`${victim}%`]),
+      await rowsOf(service, `SELECT 1 FROM connections WHERE subscription_user_id LIKE $1`, [`${victim}%`]),
     ).toEqual([]);
     expect(
       await rowsOf(service, `SELECT 1 FROM exchanges WHERE subscription_user_id = $1`, [stored]),
@@ -80,7 +80,7 @@ describe('ill-formed strings', () => {
     }
     const accounts = await rowsOf(
       service,
-      `SELECT a.provider_account_id FROM accounts a JOIN institutions i ON i.id = a.institution_id
+      `SELECT a.provider_account_id FROM accounts a JOIN connections i ON i.id = a.connection_id
         WHERE i.subscription_user_id = $1 ORDER BY a.provider_account_id`,
       [`${victim}\ufffd`],
     );

@@ -70,10 +70,10 @@ describe('POST /create-link-token', () => {
     expect(
       await rowsOf(
         service,
-        `SELECT provider_institution_id, detail FROM events WHERE subscription_user_id = $1 AND kind = 'link_token_created'`,
+        `SELECT institution_id, detail FROM events WHERE subscription_user_id = $1 AND kind = 'link_token_created'`,
         [user],
       ),
-    ).toEqual([{ provider_institution_id: 'ins_109508', detail: { update_mode: true } }]);
+    ).toEqual([{ institution_id: 'ins_109508', detail: { update_mode: true } }]);
   });
 
   it('when the access token is unknown or another user’s, then 404 and Plaid is not called', async () => {

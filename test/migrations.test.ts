@@ -4,6 +4,7 @@ import path from 'node:path';
 import { promisify } from 'node:util';
 import { Client } from 'pg';
 import { MIGRATIONS_DIR, migrateDatabase } from '../src/db/migrate';
+import { EVENT_KINDS } from '../src/event-kinds';
 import { createLogger } from '../src/logger';
 import { createTestDatabase, type TestDatabase } from './support/database';
 
@@ -46,9 +47,9 @@ describe('migrations', () => {
     expect(second).toEqual([]);
     expect(await tablesOf(database.url)).toEqual([
       'accounts',
+      'connections',
       'events',
       'exchanges',
-      'institutions',
       'outbox',
       'pgmigrations',
       'rate_limits',
@@ -71,7 +72,7 @@ describe('migrations', () => {
       env: { ...process.env, DATABASE_URL: database.url, LOG_LEVEL: 'silent' },
     });
 
-    expect(await tablesOf(database.url)).toContain('institutions');
+    expect(await tablesOf(database.url)).toContain('connections');
   });
 
   it('when events are updated or deleted, then the database refuses: the audit trail is append-only', async () => {
@@ -85,6 +86,26 @@ describe('migrations', () => {
       await expect(client.query(`DELETE FROM events`)).rejects.toThrow(/append-only/);
     } finally {
       await client.end();
+    }
+  });
+});
+
+describe('the event kinds', () => {
+  it('when the database checks an event kind, then it allows exactly the kinds the code declares', async () => {
+    const database = await createTestDatabase();
+    try {
+      const client = new Client({ connectionString: database.url });
+      await client.connect();
+      const { rows } = await client.query<{ definition: string }>(
+        `SELECT pg_get_constraintdef(oid) AS definition FROM pg_constraint WHERE conname = 'events_kind_check'`,
+      );
+      await client.end();
+
+      const allowed = [...rows[0]!.definition.matchAll(/'([a-z_]+)'::text/g)].map((match) => match[1]);
+
+      expect([...allowed].sort()).toEqual([...EVENT_KINDS].sort());
+    } finally {
+      await database.drop();
     }
   });
 });

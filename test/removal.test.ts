@@ -62,7 +62,7 @@ describe('removing accounts and institutions', () => {
 
     expect(response.body).toEqual({ success: true, institution_removed: true });
     expect(
-      await rowsOf(service, `SELECT 1 FROM institutions WHERE subscription_user_id = $1`, [user]),
+      await rowsOf(service, `SELECT 1 FROM connections WHERE subscription_user_id = $1`, [user]),
     ).toEqual([]);
     expect(itemExists(service, accessToken)).toBe(false);
     expect(service.emulator.calls('/item/remove').map((call) => call.body)).toEqual([
@@ -216,7 +216,7 @@ describe('removing accounts and institutions', () => {
         expect(answers.map((answer) => answer.status)).toEqual([200, 200]);
         expect(answers.map((answer) => answer.body.institution_removed).sort()).toEqual([false, true]);
         expect(
-          await rowsOf(racing, `SELECT 1 FROM institutions WHERE subscription_user_id = $1`, [user]),
+          await rowsOf(racing, `SELECT 1 FROM connections WHERE subscription_user_id = $1`, [user]),
         ).toEqual([]);
         expect(racing.emulator.calls('/item/remove')).toHaveLength(1);
         expect(itemExists(racing, accessToken)).toBe(false);

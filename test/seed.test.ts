@@ -17,14 +17,14 @@ describe('npm run seed', () => {
 
     const [totals] = await rowsOf(
       service,
-      `SELECT (SELECT count(*)::int FROM accounts) AS accounts, (SELECT count(*)::int FROM institutions) AS institutions,
+      `SELECT (SELECT count(*)::int FROM accounts) AS accounts, (SELECT count(*)::int FROM connections) AS institutions,
               (SELECT count(*)::int FROM events WHERE kind = 'exchange_completed') AS exchanges,
-              (SELECT count(*)::int FROM institutions i
-                WHERE account_count <> (SELECT count(*) FROM accounts a WHERE a.institution_id = i.id)) AS miscounted`,
+              (SELECT count(*)::int FROM connections i
+                WHERE account_count <> (SELECT count(*) FROM accounts a WHERE a.connection_id = i.id)) AS miscounted`,
     );
     const [sample] = await rowsOf(
       service,
-      `SELECT provider_item_id, access_token_ciphertext FROM institutions LIMIT 1`,
+      `SELECT provider_item_id, access_token_ciphertext FROM connections LIMIT 1`,
     );
     const stats = await service.http.get('/admin/stats').set(asAdmin);
 

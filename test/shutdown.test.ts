@@ -138,7 +138,7 @@ describe('SIGTERM', () => {
     expect(exitCode).toBe(0);
     const stored = await queryDatabase<{ provider_item_id: string; account_count: number }>(
       database,
-      `SELECT provider_item_id, account_count FROM institutions WHERE subscription_user_id = $1`,
+      `SELECT provider_item_id, account_count FROM connections WHERE subscription_user_id = $1`,
       [user],
     );
     expect(stored).toHaveLength(1);

@@ -8,12 +8,12 @@ import { openDatabase } from '../db/open-database';
 import { SANDBOX_INSTITUTIONS, USER_GOOD_ACCOUNTS } from '../emulator/sandbox-data';
 import { createLogger } from '../logger';
 import {
-  findLastInstitutionId,
+  findLastConnectionId,
   insertSeedAccounts,
   insertSeedEvents,
-  insertSeedInstitutions,
+  insertSeedConnections,
   type SeedAccounts,
-  type SeedInstitutions,
+  type SeedConnections,
 } from '../repository/seed-repository';
 
 const APP_NAMES = ['Budget App', 'Savings Coach', 'Rent Pay', 'Tax Helper'];
@@ -37,13 +37,13 @@ export async function seedDatabase(
 ): Promise<{ accounts: number; institutions: number; seconds: number }> {
   const started = Date.now();
   const runTag = randomBytes(3).toString('hex');
-  const lastExisting = await findLastInstitutionId(pool);
+  const lastExisting = await findLastConnectionId(pool);
   let accounts = 0;
   let institutions = 0;
   let userNumber = 0;
   let lastReport = 0;
   while (accounts < targetAccounts) {
-    const batch: SeedInstitutions = {
+    const batch: SeedConnections = {
       users: [],
       apps: [],
       items: [],
@@ -82,9 +82,9 @@ export async function seedDatabase(
         institutions += 1;
       }
     }
-    const inserted = await insertSeedInstitutions(pool, batch);
+    const inserted = await insertSeedConnections(pool, batch);
     const account: SeedAccounts = {
-      institution: [],
+      connection: [],
       providerId: [],
       name: [],
       officialName: [],
@@ -97,7 +97,7 @@ export async function seedDatabase(
       const row = inserted.get(itemId) as { id: string; created_at: Date };
       const templates = USER_GOOD_ACCOUNTS.slice(0, accountCounts[index]);
       for (const template of templates) {
-        account.institution.push(row.id);
+        account.connection.push(row.id);
         account.providerId.push(randomBytes(28).toString('base64url').slice(0, 37));
         account.name.push(template.name);
         account.officialName.push(template.officialName);

@@ -26,8 +26,8 @@ export interface AdminAccountRow {
   created_at: Date;
 }
 
-const ACCOUNT_COLUMNS = `a.id, a.provider_account_id, i.subscription_user_id, i.app_name,
-       i.provider_institution_id AS institution_id, i.institution_name, a.name, a.mask, a.type, a.subtype,
+const ACCOUNT_COLUMNS = `a.id, a.provider_account_id, c.subscription_user_id, c.app_name,
+       c.institution_id, c.institution_name, a.name, a.mask, a.type, a.subtype,
        a.created_at`;
 
 /** Only the filters that are set become clauses, so each query gets a plan for its own shape. */
@@ -39,14 +39,14 @@ function accountQuery(filters: AccountFilters, afterId: string | undefined, limi
     clauses.push(sql.replace('?', `$${values.length}`));
   };
   if (afterId !== undefined) add('a.id > ?', afterId);
-  if (filters.subscriptionUserId !== undefined) add('i.subscription_user_id = ?', filters.subscriptionUserId);
-  if (filters.institutionId !== undefined) add('i.provider_institution_id = ?', filters.institutionId);
-  if (filters.appName !== undefined) add('i.app_name = ?', filters.appName);
+  if (filters.subscriptionUserId !== undefined) add('c.subscription_user_id = ?', filters.subscriptionUserId);
+  if (filters.institutionId !== undefined) add('c.institution_id = ?', filters.institutionId);
+  if (filters.appName !== undefined) add('c.app_name = ?', filters.appName);
   if (filters.type !== undefined) add('a.type = ?', filters.type);
   if (filters.createdAfter !== undefined) add('a.created_at >= ?', filters.createdAfter);
   if (filters.createdBefore !== undefined) add('a.created_at < ?', filters.createdBefore);
   let text = `SELECT ${ACCOUNT_COLUMNS}
-    FROM accounts a JOIN institutions i ON i.id = a.institution_id
+    FROM accounts a JOIN connections c ON c.id = a.connection_id
     ${clauses.length > 0 ? `WHERE ${clauses.join(' AND ')}` : ''}
     ORDER BY a.id`;
   if (limit !== undefined) {
@@ -105,22 +105,22 @@ export async function readStats(pool: Pool, now: Date, topInstitutionLimit: numb
     await db.query('SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY');
     // Distinct users are counted by grouping, not count(DISTINCT): it can use the index and a hash.
     const totals = await db.query(
-      `SELECT (SELECT count(*) FROM (SELECT subscription_user_id FROM institutions GROUP BY 1) u)::int AS users,
+      `SELECT (SELECT count(*) FROM (SELECT subscription_user_id FROM connections GROUP BY 1) u)::int AS users,
               count(*)::int AS institutions, coalesce(sum(account_count), 0)::int AS accounts
-         FROM institutions`,
+         FROM connections`,
     );
     const byApp = await db.query(
       `SELECT app_name, count(*)::int AS users, sum(institutions)::int AS institutions,
               sum(accounts)::int AS accounts
          FROM (SELECT app_name, subscription_user_id, count(*) AS institutions, sum(account_count) AS accounts
-                 FROM institutions GROUP BY app_name, subscription_user_id) per_user
+                 FROM connections GROUP BY app_name, subscription_user_id) per_user
         GROUP BY app_name ORDER BY accounts DESC, app_name`,
     );
     const topInstitutions = await db.query(
-      `SELECT provider_institution_id AS institution_id, min(institution_name) AS institution_name,
+      `SELECT institution_id, min(institution_name) AS institution_name,
               count(*)::int AS institutions, sum(account_count)::int AS accounts
-         FROM institutions
-        GROUP BY provider_institution_id ORDER BY institutions DESC, accounts DESC, institution_id LIMIT $1`,
+         FROM connections
+        GROUP BY institution_id ORDER BY institutions DESC, accounts DESC, institution_id LIMIT $1`,
       [topInstitutionLimit],
     );
     const byType = await db.query(

@@ -2,12 +2,12 @@ import type { Pool, PoolClient } from 'pg';
 
 export type Queryable = Pool | PoolClient;
 
-export interface InstitutionRow {
+export interface ConnectionRow {
   id: string;
   subscription_user_id: string;
   app_name: string;
   provider_item_id: string;
-  provider_institution_id: string;
+  institution_id: string;
   institution_name: string;
   access_token_ciphertext: string;
 }
@@ -19,7 +19,7 @@ export interface AccountRow {
   mask: string | null;
   type: string;
   subtype: string | null;
-  provider_institution_id: string;
+  institution_id: string;
   institution_name: string;
   provider_item_id: string;
   access_token_ciphertext: string;
@@ -34,13 +34,13 @@ export interface NewAccount {
   subtype: string | null;
 }
 
-export async function insertInstitution(
+export async function insertConnection(
   db: Queryable,
-  institution: {
+  connection: {
     subscriptionUserId: string;
     appName: string;
     providerItemId: string;
-    providerInstitutionId: string;
+    institutionId: string;
     institutionName: string;
     accessTokenCiphertext: string;
     accessTokenFingerprint: Buffer;
@@ -48,18 +48,18 @@ export async function insertInstitution(
   },
 ): Promise<string> {
   const { rows } = await db.query<{ id: string }>(
-    `INSERT INTO institutions (subscription_user_id, app_name, provider_item_id, provider_institution_id,
+    `INSERT INTO connections (subscription_user_id, app_name, provider_item_id, institution_id,
                                institution_name, access_token_ciphertext, access_token_fingerprint, accounts_signature)
      VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING id`,
     [
-      institution.subscriptionUserId,
-      institution.appName,
-      institution.providerItemId,
-      institution.providerInstitutionId,
-      institution.institutionName,
-      institution.accessTokenCiphertext,
-      institution.accessTokenFingerprint,
-      institution.accountsSignature,
+      connection.subscriptionUserId,
+      connection.appName,
+      connection.providerItemId,
+      connection.institutionId,
+      connection.institutionName,
+      connection.accessTokenCiphertext,
+      connection.accessTokenFingerprint,
+      connection.accountsSignature,
     ],
   );
   return (rows[0] as { id: string }).id;
@@ -67,14 +67,14 @@ export async function insertInstitution(
 
 export async function insertAccounts(
   db: Queryable,
-  institutionId: string,
+  connectionId: string,
   accounts: NewAccount[],
 ): Promise<void> {
   await db.query(
-    `INSERT INTO accounts (institution_id, provider_account_id, name, official_name, mask, type, subtype)
+    `INSERT INTO accounts (connection_id, provider_account_id, name, official_name, mask, type, subtype)
      SELECT $1, * FROM unnest($2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[])`,
     [
-      institutionId,
+      connectionId,
       accounts.map((account) => account.providerAccountId),
       accounts.map((account) => account.name),
       accounts.map((account) => account.officialName),
@@ -85,14 +85,14 @@ export async function insertAccounts(
   );
 }
 
-export async function listAccountsOfInstitution(db: Queryable, institutionId: string): Promise<AccountRow[]> {
+export async function listAccountsOfConnection(db: Queryable, connectionId: string): Promise<AccountRow[]> {
   const { rows } = await db.query<AccountRow>(
     `SELECT a.provider_account_id, a.name, a.official_name, a.mask, a.type, a.subtype,
-            i.provider_institution_id, i.institution_name, i.provider_item_id, i.access_token_ciphertext
-       FROM accounts a JOIN institutions i ON i.id = a.institution_id
-      WHERE i.id = $1
+            c.institution_id, c.institution_name, c.provider_item_id, c.access_token_ciphertext
+       FROM accounts a JOIN connections c ON c.id = a.connection_id
+      WHERE c.id = $1
       ORDER BY a.id`,
-    [institutionId],
+    [connectionId],
   );
   return rows;
 }
@@ -100,27 +100,27 @@ export async function listAccountsOfInstitution(db: Queryable, institutionId: st
 export async function findConnectionBySignature(
   db: Queryable,
   subscriptionUserId: string,
-  providerInstitutionId: string,
+  institutionId: string,
   accountsSignature: string,
 ): Promise<{ id: string } | undefined> {
   const { rows } = await db.query<{ id: string }>(
-    `SELECT id FROM institutions
-      WHERE subscription_user_id = $1 AND provider_institution_id = $2 AND accounts_signature = $3`,
-    [subscriptionUserId, providerInstitutionId, accountsSignature],
+    `SELECT id FROM connections
+      WHERE subscription_user_id = $1 AND institution_id = $2 AND accounts_signature = $3`,
+    [subscriptionUserId, institutionId, accountsSignature],
   );
   return rows[0];
 }
 
-export async function findInstitutionByTokenForUser(
+export async function findConnectionByTokenForUser(
   db: Queryable,
   accessTokenFingerprint: Buffer,
   subscriptionUserId: string,
   options: { lock: boolean },
-): Promise<InstitutionRow | undefined> {
-  const { rows } = await db.query<InstitutionRow>(
-    `SELECT id, subscription_user_id, app_name, provider_item_id, provider_institution_id, institution_name,
+): Promise<ConnectionRow | undefined> {
+  const { rows } = await db.query<ConnectionRow>(
+    `SELECT id, subscription_user_id, app_name, provider_item_id, institution_id, institution_name,
             access_token_ciphertext
-       FROM institutions
+       FROM connections
       WHERE access_token_fingerprint = $1 AND subscription_user_id = $2
       ${options.lock ? 'FOR UPDATE' : ''}`,
     [accessTokenFingerprint, subscriptionUserId],
@@ -132,25 +132,25 @@ export async function findAccountOwner(
   db: Queryable,
   providerAccountId: string,
   subscriptionUserId: string,
-): Promise<{ institution_id: string } | undefined> {
-  const { rows } = await db.query<{ institution_id: string }>(
-    `SELECT a.institution_id FROM accounts a JOIN institutions i ON i.id = a.institution_id
-      WHERE a.provider_account_id = $1 AND i.subscription_user_id = $2`,
+): Promise<{ connection_id: string } | undefined> {
+  const { rows } = await db.query<{ connection_id: string }>(
+    `SELECT a.connection_id FROM accounts a JOIN connections c ON c.id = a.connection_id
+      WHERE a.provider_account_id = $1 AND c.subscription_user_id = $2`,
     [providerAccountId, subscriptionUserId],
   );
   return rows[0];
 }
 
 /** Serializes every change to one connection's accounts; see removeAccount. */
-export async function lockInstitution(
+export async function lockConnection(
   db: Queryable,
-  institutionId: string,
-): Promise<InstitutionRow | undefined> {
-  const { rows } = await db.query<InstitutionRow>(
-    `SELECT id, subscription_user_id, app_name, provider_item_id, provider_institution_id, institution_name,
+  connectionId: string,
+): Promise<ConnectionRow | undefined> {
+  const { rows } = await db.query<ConnectionRow>(
+    `SELECT id, subscription_user_id, app_name, provider_item_id, institution_id, institution_name,
             access_token_ciphertext
-       FROM institutions WHERE id = $1 FOR UPDATE`,
-    [institutionId],
+       FROM connections WHERE id = $1 FOR UPDATE`,
+    [connectionId],
   );
   return rows[0];
 }
@@ -158,30 +158,30 @@ export async function lockInstitution(
 export async function deleteAccount(
   db: Queryable,
   providerAccountId: string,
-  institutionId: string,
+  connectionId: string,
 ): Promise<boolean> {
   const { rowCount } = await db.query(
-    `DELETE FROM accounts WHERE provider_account_id = $1 AND institution_id = $2`,
-    [providerAccountId, institutionId],
+    `DELETE FROM accounts WHERE provider_account_id = $1 AND connection_id = $2`,
+    [providerAccountId, connectionId],
   );
   return rowCount === 1;
 }
 
-export async function countAccounts(db: Queryable, institutionId: string): Promise<number> {
+export async function countAccounts(db: Queryable, connectionId: string): Promise<number> {
   const { rows } = await db.query<{ count: number }>(
-    `SELECT count(*)::int AS count FROM accounts WHERE institution_id = $1`,
-    [institutionId],
+    `SELECT count(*)::int AS count FROM accounts WHERE connection_id = $1`,
+    [connectionId],
   );
   return (rows[0] as { count: number }).count;
 }
 
 /** Deletes the connection and, through the foreign key, its accounts; returns how many accounts went. */
-export async function deleteInstitution(db: Queryable, institutionId: string): Promise<number> {
+export async function deleteConnection(db: Queryable, connectionId: string): Promise<number> {
   const { rows } = await db.query<{ count: number }>(
-    `WITH removed AS (DELETE FROM accounts WHERE institution_id = $1 RETURNING 1),
-          gone AS (DELETE FROM institutions WHERE id = $1 RETURNING 1)
+    `WITH removed AS (DELETE FROM accounts WHERE connection_id = $1 RETURNING 1),
+          gone AS (DELETE FROM connections WHERE id = $1 RETURNING 1)
      SELECT (SELECT count(*) FROM removed)::int AS count`,
-    [institutionId],
+    [connectionId],
   );
   return (rows[0] as { count: number }).count;
 }

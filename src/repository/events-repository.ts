@@ -1,31 +1,26 @@
+import type { EventKind } from '../event-kinds';
 import type { Queryable } from './connections-repository';
 
-export type EventKind =
-  | 'link_token_created'
-  | 'exchange_completed'
-  | 'duplicate_refused'
-  | 'account_removed'
-  | 'institution_removed'
-  | 'provider_error';
+export type { EventKind };
 
 export interface EventRecord {
   kind: EventKind;
   subscriptionUserId?: string | null;
   appName?: string | null;
-  providerInstitutionId?: string | null;
+  institutionId?: string | null;
   detail?: Record<string, string | number | boolean | null>;
 }
 
 /** Appends to the audit trail; callers pass ids and codes only, never a token. */
 export async function recordEvent(db: Queryable, event: EventRecord): Promise<void> {
   await db.query(
-    `INSERT INTO events (kind, subscription_user_id, app_name, provider_institution_id, detail)
+    `INSERT INTO events (kind, subscription_user_id, app_name, institution_id, detail)
      VALUES ($1, $2, $3, $4, $5)`,
     [
       event.kind,
       event.subscriptionUserId ?? null,
       event.appName ?? null,
-      event.providerInstitutionId ?? null,
+      event.institutionId ?? null,
       JSON.stringify(event.detail ?? {}),
     ],
   );

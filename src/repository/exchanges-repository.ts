@@ -8,7 +8,7 @@ export interface ExchangeRow {
   state: 'claimed' | 'exchanged' | 'completed' | 'abandoned';
   subscription_user_id: string;
   app_name: string;
-  institution_id: string | null;
+  connection_id: string | null;
   failure_code: string | null;
   claim_is_stale: boolean;
 }
@@ -20,7 +20,7 @@ export async function findExchange(
   staleAfterSeconds: number,
 ): Promise<ExchangeRow | undefined> {
   const { rows } = await db.query<ExchangeRow>(
-    `SELECT state, subscription_user_id, app_name, institution_id, failure_code,
+    `SELECT state, subscription_user_id, app_name, connection_id, failure_code,
             (state = 'claimed' AND updated_at < now() - make_interval(secs => $2)) AS claim_is_stale
        FROM exchanges WHERE public_token_fingerprint = $1`,
     [fingerprint, staleAfterSeconds],
@@ -92,17 +92,17 @@ export async function recordExchangedToken(
 export async function finishExchange(
   db: Queryable,
   claim: ExchangeClaim,
-  outcome: { state: 'completed'; institutionId: string } | { state: 'abandoned'; failureCode: string },
+  outcome: { state: 'completed'; connectionId: string } | { state: 'abandoned'; failureCode: string },
 ): Promise<boolean> {
   const { rowCount } = await db.query(
-    `UPDATE exchanges SET state = $3, institution_id = $4, failure_code = $5, access_token_ciphertext = NULL,
+    `UPDATE exchanges SET state = $3, connection_id = $4, failure_code = $5, access_token_ciphertext = NULL,
                           updated_at = now()
       WHERE public_token_fingerprint = $1 AND claim_id = $2 AND state = 'exchanged'`,
     [
       claim.fingerprint,
       claim.claimId,
       outcome.state,
-      outcome.state === 'completed' ? outcome.institutionId : null,
+      outcome.state === 'completed' ? outcome.connectionId : null,
       outcome.state === 'abandoned' ? outcome.failureCode : null,
     ],
   );

@@ -1,6 +1,7 @@
 import { Transform, pipeline, type Readable } from 'node:stream';
 import type { Pool, PoolClient } from 'pg';
 import { decodeCursor, encodeCursor } from '../crypto/admin-cursor';
+import { EVENT_KINDS } from '../event-kinds';
 import { AppError, validationFailed } from '../errors';
 import type { Logger } from '../logger';
 import {
@@ -27,14 +28,6 @@ export interface AdminAccount {
   created_at: string;
 }
 
-const EVENT_KINDS = [
-  'link_token_created',
-  'exchange_completed',
-  'duplicate_refused',
-  'account_removed',
-  'institution_removed',
-  'provider_error',
-] as const;
 const WINDOWS = { last_24h: 24 * 3600e3, last_7d: 7 * 24 * 3600e3, last_30d: 30 * 24 * 3600e3 } as const;
 
 /** A busy export slot frees when an export finishes or stalls; a retry within seconds is reasonable. */

@@ -7,7 +7,7 @@ import {
   withTransaction,
 } from '../db/pool';
 import { ProviderError } from '../provider/provider-error';
-import { insertAccounts, insertInstitution } from '../repository/connections-repository';
+import { insertAccounts, insertConnection } from '../repository/connections-repository';
 import { recordEvent } from '../repository/events-repository';
 import {
   finishExchange,
@@ -203,11 +203,11 @@ async function storeConnection(
   const signature = signAccounts(connection.institutionId, connection.accounts);
   try {
     await withTransaction(pool, async (client) => {
-      const id = await insertInstitution(client, {
+      const id = await insertConnection(client, {
         subscriptionUserId: input.subscriptionUserId,
         appName: input.appName,
         providerItemId: exchanged.itemId,
-        providerInstitutionId: connection.institutionId,
+        institutionId: connection.institutionId,
         institutionName: connection.institutionName,
         accessTokenCiphertext: exchanged.ciphertext,
         accessTokenFingerprint: vault.fingerprint(exchanged.accessToken),
@@ -218,14 +218,14 @@ async function storeConnection(
         id,
         connection.accounts.map((account) => ({ ...account, providerAccountId: account.accountId })),
       );
-      if (!(await finishExchange(client, claim, { state: 'completed', institutionId: id }))) {
+      if (!(await finishExchange(client, claim, { state: 'completed', connectionId: id }))) {
         throw new ExchangeClaimLostError();
       }
       await recordEvent(client, {
         kind: 'exchange_completed',
         subscriptionUserId: input.subscriptionUserId,
         appName: input.appName,
-        providerInstitutionId: connection.institutionId,
+        institutionId: connection.institutionId,
         detail: { item_id: exchanged.itemId, accounts: connection.accounts.length },
       });
     });
@@ -241,7 +241,7 @@ async function storeConnection(
       // Someone else (the sweeper) already abandoned this exchange and queued its Item's removal.
       throw new AppError('EXCHANGE_FAILED', { detail: EXCHANGE_FAILED_DETAIL });
     }
-    if (isUniqueViolation(error, 'institutions_no_duplicate_connection')) {
+    if (isUniqueViolation(error, 'connections_no_duplicate')) {
       await abandonExchange(deps, claim, exchanged, {
         failureCode: 'DUPLICATE_INSTITUTION',
         input,
@@ -293,7 +293,7 @@ async function abandonExchange(
           kind: 'duplicate_refused',
           subscriptionUserId: failure.input.subscriptionUserId,
           appName: failure.input.appName,
-          providerInstitutionId: failure.institutionId ?? null,
+          institutionId: failure.institutionId ?? null,
           detail: { before_exchange: false, item_id: exchanged.itemId },
         });
       }

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { AppError, notFound } from '../errors';
 import {
   findConnectionBySignature,
-  listAccountsOfInstitution,
+  listAccountsOfConnection,
   type AccountRow,
 } from '../repository/connections-repository';
 import { recordEvent } from '../repository/events-repository';
@@ -102,16 +102,16 @@ export class ExchangeService {
       kind: 'duplicate_refused',
       subscriptionUserId: input.subscriptionUserId,
       appName: input.appName,
-      providerInstitutionId: institutionId,
+      institutionId: institutionId,
       detail: { before_exchange: true },
     });
     throw duplicateInstitution();
   }
 
   private async replayExchange(existing: ExchangeRow): Promise<ConnectedAccount[]> {
-    if (!existing.institution_id)
+    if (!existing.connection_id)
       throw notFound('The connection made with this public token has been removed.');
-    const rows = await listAccountsOfInstitution(this.deps.pool, existing.institution_id);
+    const rows = await listAccountsOfConnection(this.deps.pool, existing.connection_id);
     const first = rows[0];
     if (!first) throw notFound('The connection made with this public token has been removed.');
     const accessToken = this.deps.vault.decrypt(first.access_token_ciphertext, first.provider_item_id);
@@ -132,7 +132,7 @@ function toConnectedAccount(row: AccountRow, accessToken: string): ConnectedAcco
     mask: row.mask,
     type: row.type,
     subtype: row.subtype,
-    institutionId: row.provider_institution_id,
+    institutionId: row.institution_id,
     institutionName: row.institution_name,
     accessToken,
   };

@@ -1,5 +1,5 @@
 import { notFound } from '../errors';
-import { findInstitutionByTokenForUser } from '../repository/connections-repository';
+import { findConnectionByTokenForUser } from '../repository/connections-repository';
 import { recordEvent } from '../repository/events-repository';
 import { callProvider, type RuleDependencies } from './rule-dependencies';
 
@@ -22,11 +22,11 @@ export class LinkTokenService {
     let institutionId: string | null = null;
     if (input.accessToken !== undefined) {
       const fingerprint = vault.fingerprint(input.accessToken);
-      const institution = await findInstitutionByTokenForUser(pool, fingerprint, input.subscriptionUserId, {
+      const connection = await findConnectionByTokenForUser(pool, fingerprint, input.subscriptionUserId, {
         lock: false,
       });
-      if (!institution) throw notFound('No connection with this access token exists for this user.');
-      institutionId = institution.provider_institution_id;
+      if (!connection) throw notFound('No connection with this access token exists for this user.');
+      institutionId = connection.institution_id;
     }
     const token = await callProvider(pool, 'link/token/create', input, () =>
       provider.createLinkToken({
@@ -39,7 +39,7 @@ export class LinkTokenService {
       kind: 'link_token_created',
       subscriptionUserId: input.subscriptionUserId,
       appName: input.appName,
-      providerInstitutionId: institutionId,
+      institutionId,
       detail: { update_mode: input.accessToken !== undefined },
     });
     return token;

@@ -3,10 +3,10 @@ import { withTransaction } from '../db/pool';
 import {
   countAccounts,
   deleteAccount,
-  deleteInstitution,
+  deleteConnection,
   findAccountOwner,
-  findInstitutionByTokenForUser,
-  lockInstitution,
+  findConnectionByTokenForUser,
+  lockConnection,
 } from '../repository/connections-repository';
 import { recordEvent, type EventRecord } from '../repository/events-repository';
 import { enqueueItemRemoval } from '../repository/outbox-repository';
@@ -30,26 +30,26 @@ export class RemovalService {
       if (!owner) throw notFound('No such account for this user.');
       // Every removal in one connection takes this lock first, so "was it the last account?" is
       // answered by one transaction at a time.
-      const institution = await lockInstitution(client, owner.institution_id);
-      if (!institution) throw notFound('No such account for this user.');
-      if (!(await deleteAccount(client, input.providerAccountId, institution.id))) {
+      const connection = await lockConnection(client, owner.connection_id);
+      if (!connection) throw notFound('No such account for this user.');
+      if (!(await deleteAccount(client, input.providerAccountId, connection.id))) {
         throw notFound('No such account for this user.');
       }
       await this.deps.hooks?.afterAccountDeleted?.();
       const event: EventRecord = {
         kind: 'account_removed',
-        subscriptionUserId: institution.subscription_user_id,
-        appName: institution.app_name,
-        providerInstitutionId: institution.provider_institution_id,
+        subscriptionUserId: connection.subscription_user_id,
+        appName: connection.app_name,
+        institutionId: connection.institution_id,
         detail: { provider_account_id: input.providerAccountId },
       };
       await recordEvent(client, event);
-      if ((await countAccounts(client, institution.id)) > 0) return { outboxId: undefined };
-      await deleteInstitution(client, institution.id);
+      if ((await countAccounts(client, connection.id)) > 0) return { outboxId: undefined };
+      await deleteConnection(client, connection.id);
       const outboxId = await enqueueItemRemoval(client, {
         reason: 'last_account_removed',
-        providerItemId: institution.provider_item_id,
-        accessTokenCiphertext: institution.access_token_ciphertext,
+        providerItemId: connection.provider_item_id,
+        accessTokenCiphertext: connection.access_token_ciphertext,
       });
       await recordEvent(client, {
         ...event,
@@ -70,21 +70,21 @@ export class RemovalService {
     await this.deps.rateLimits.consume('removal', input.subscriptionUserId);
     const fingerprint = vault.fingerprint(input.accessToken);
     const outcome = await withTransaction(pool, async (client) => {
-      const institution = await findInstitutionByTokenForUser(client, fingerprint, input.subscriptionUserId, {
+      const connection = await findConnectionByTokenForUser(client, fingerprint, input.subscriptionUserId, {
         lock: true,
       });
-      if (!institution) throw notFound('No connection with this access token exists for this user.');
-      const accountsRemoved = await deleteInstitution(client, institution.id);
+      if (!connection) throw notFound('No connection with this access token exists for this user.');
+      const accountsRemoved = await deleteConnection(client, connection.id);
       const outboxId = await enqueueItemRemoval(client, {
         reason: 'institution_removed',
-        providerItemId: institution.provider_item_id,
-        accessTokenCiphertext: institution.access_token_ciphertext,
+        providerItemId: connection.provider_item_id,
+        accessTokenCiphertext: connection.access_token_ciphertext,
       });
       await recordEvent(client, {
         kind: 'institution_removed',
-        subscriptionUserId: institution.subscription_user_id,
-        appName: institution.app_name,
-        providerInstitutionId: institution.provider_institution_id,
+        subscriptionUserId: connection.subscription_user_id,
+        appName: connection.app_name,
+        institutionId: connection.institution_id,
         detail: { reason: 'institution_removed', accounts_removed: accountsRemoved },
       });
       return { outboxId, accountsRemoved };

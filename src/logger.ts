@@ -1,6 +1,14 @@
+import { AsyncLocalStorage } from 'node:async_hooks';
 import pino, { type Logger, type LoggerOptions } from 'pino';
 
 export type { Logger };
+
+const requestContext = new AsyncLocalStorage<{ requestId: string }>();
+
+/** Runs `work` (and everything it starts) as part of one request, so every log line names the request. */
+export function runInRequest<T>(requestId: string, work: () => T): T {
+  return requestContext.run({ requestId }, work);
+}
 
 const SENSITIVE_KEYS = new Set([
   'access_token',
@@ -115,12 +123,18 @@ export function createLogger(options: { level: string; destination?: pino.Destin
     },
     hooks: {
       logMethod(args, method) {
-        method.apply(
-          this,
-          args.map((arg) => (typeof arg === 'string' ? (scrub(arg) as string) : arg)) as Parameters<
-            typeof method
-          >,
-        );
+        const scrubbed = args.map((arg) => (typeof arg === 'string' ? (scrub(arg) as string) : arg));
+        // A line logged while serving a request carries its id, whichever layer's logger wrote it; the
+        // request's own logger already has it bound.
+        const requestId = requestContext.getStore()?.requestId;
+        if (requestId !== undefined && !('request_id' in this.bindings())) {
+          const [first] = scrubbed;
+          if (first instanceof Error) scrubbed[0] = { request_id: requestId, err: first };
+          else if (first !== null && typeof first === 'object')
+            scrubbed[0] = { request_id: requestId, ...first };
+          else scrubbed.unshift({ request_id: requestId });
+        }
+        method.apply(this, scrubbed as Parameters<typeof method>);
       },
     },
   };

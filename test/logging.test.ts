@@ -113,6 +113,32 @@ describe('request URLs in the log', () => {
   });
 });
 
+describe('request-scoped logging', () => {
+  let service: ServiceContext;
+  beforeAll(async () => {
+    service = await startService({ env: { LOG_LEVEL: 'debug' } });
+  });
+  afterAll(() => service.close());
+
+  it('when the provider layer logs while serving a request, then its lines carry that request_id', async () => {
+    service.emulator.injectFault({ path: '/link/token/create', status: 500, count: 3 });
+    service.logs.length = 0;
+
+    const response = await service.http
+      .post('/create-link-token')
+      .set(asWebsite)
+      .set('X-Request-Id', 'scoped-request-1')
+      .send({ subscription_user_id: uniqueUserId(), app_name: 'Budget' });
+
+    const lines = service.logs.map((line) => JSON.parse(line) as { msg: string; request_id?: string });
+    const fromProvider = lines.filter((line) => /retrying provider call|provider call failed/.test(line.msg));
+    expect(response.status).toBe(502);
+    expect(fromProvider.length).toBeGreaterThanOrEqual(2);
+    expect(fromProvider.map((line) => line.request_id)).toEqual(fromProvider.map(() => 'scoped-request-1'));
+    expect(lines.filter((line) => line.request_id === undefined).map((line) => line.msg)).toEqual([]);
+  });
+});
+
 describe('the logger', () => {
   it('when an object carries tokens and secrets at any depth, then they are replaced', () => {
     const lines: string[] = [];

@@ -5,7 +5,8 @@ import http from 'node:http';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import autocannon from 'autocannon';
-import { Client, Pool } from 'pg';
+import { Client } from 'pg';
+import { createPool } from '../db/pool';
 import { deriveCursorKey, encodeCursor } from '../crypto/admin-cursor';
 import { TokenVault } from '../crypto/token-vault';
 import { migrateDatabase } from '../db/migrate';
@@ -110,6 +111,7 @@ async function run(): Promise<void> {
   const databaseUrl = new URL(serverUrl);
   databaseUrl.pathname = `/${name}`;
   const admin = new Client({ connectionString: serverUrl });
+  admin.on('error', (error) => print(`maintenance connection lost: ${error.message}`));
   await admin.connect();
   await admin.query(`CREATE DATABASE "${name}"`);
   print(`benchmark database ${name} on ${new URL(serverUrl).host}`);
@@ -121,7 +123,15 @@ async function run(): Promise<void> {
   let child: ChildProcess | undefined;
   try {
     await migrateDatabase(databaseUrl.toString(), createLogger({ level: 'warn' }));
-    const pool = new Pool({ connectionString: databaseUrl.toString(), max: 2 });
+    const pool = createPool(
+      {
+        connectionString: databaseUrl.toString(),
+        max: 2,
+        applicationName: 'account-connection-benchmark',
+        statementTimeoutMs: 120_000,
+      },
+      createLogger({ level: 'warn' }),
+    );
     await seedDatabase(pool, new TokenVault([encryptionKey], hmacKey), accounts);
     const lastAccount = await findLastAccountId(pool);
     const someUser = await findAnySubscriptionUser(pool);

@@ -1,7 +1,7 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import { parseArgs } from 'node:util';
 import dotenv from 'dotenv';
-import { Pool } from 'pg';
+import { createPool, type Pool } from '../db/pool';
 import { loadConfig } from '../config';
 import { TokenVault } from '../crypto/token-vault';
 import { openDatabase } from '../db/open-database';
@@ -141,7 +141,15 @@ async function run(): Promise<void> {
     print(`no DATABASE_URL: seeding the embedded database in ${config.dataDir} (stop npm start first)`);
   }
   const { databaseUrl, embedded } = await openDatabase(config, createLogger({ level: 'warn' }));
-  const pool = new Pool({ connectionString: databaseUrl, max: 2 });
+  const pool = createPool(
+    {
+      connectionString: databaseUrl,
+      max: 2,
+      applicationName: 'account-connection-seed',
+      statementTimeoutMs: 120_000,
+    },
+    createLogger({ level: 'warn' }),
+  );
   try {
     const result = await seedDatabase(
       pool,

@@ -14,6 +14,8 @@ const MIGRATION_LOCK_KEY = 7_262_015_311;
  */
 export async function migrateDatabase(databaseUrl: string, logger: Logger): Promise<string[]> {
   const client = new Client({ connectionString: databaseUrl, connectionTimeoutMillis: 5_000 });
+  // A connection lost mid-migration fails the query under way; without a listener it would kill the process.
+  client.on('error', (error) => logger.warn({ err: error }, 'migration connection lost'));
   await client.connect();
   try {
     await client.query(`SET lock_timeout = '60s'`);

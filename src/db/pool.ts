@@ -8,6 +8,8 @@ export interface PoolOptions {
   connectionString: string;
   max?: number;
   applicationName?: string;
+  /** Scripts that write large batches may allow longer statements than a request ever needs. */
+  statementTimeoutMs?: number;
 }
 
 /** node-postgres waits forever by default; every wait here is bounded. */
@@ -17,7 +19,7 @@ export function createPool(options: PoolOptions, logger: Logger): Pool {
     max: options.max ?? 10,
     connectionTimeoutMillis: DATABASE_CONNECT_TIMEOUT_MS,
     idleTimeoutMillis: 30_000,
-    statement_timeout: DATABASE_STATEMENT_TIMEOUT_MS,
+    statement_timeout: options.statementTimeoutMs ?? DATABASE_STATEMENT_TIMEOUT_MS,
     idle_in_transaction_session_timeout: 10_000,
     application_name: options.applicationName ?? 'account-connection-service',
   });

@@ -6,7 +6,9 @@ COPY package.json package-lock.json ./
 RUN npm ci --no-audit --no-fund
 COPY tsconfig.json tsconfig.build.json ./
 COPY src ./src
-RUN npm run typecheck && npm run build && npm prune --omit=dev
+# dist/dev holds development-only modules (embedded database, generated local secrets, seed); production
+# never loads them (test/production-build.test.ts starts the build without them).
+RUN npm run typecheck && npm run build && npm prune --omit=dev && rm -rf dist/dev
 
 FROM node:20.20-bookworm-slim
 ENV NODE_ENV=production \

@@ -1,6 +1,6 @@
 import path from 'node:path';
 import { z } from 'zod';
-import { readOrCreateLocalSecret, type LocalSecretKind } from './local-secrets';
+import type { LocalSecretKind, LocalSecretSource } from './dev/local-secrets';
 import { EXCHANGE_CLAIM_STALE_AFTER_MS, exchangeCriticalWindowMs } from './time-budgets';
 
 export class ConfigError extends Error {
@@ -204,11 +204,14 @@ function timingProblems(
 }
 
 /**
- * Reads the environment once. Outside production, a missing secret or key is created
- * in DATA_DIR so that `npm start` works on a fresh machine without any set-up.
+ * Reads the environment once. Outside production, a missing secret or key comes from
+ * `options.localSecrets` (created in DATA_DIR, so that `npm start` works on a fresh machine).
  * Every problem found is reported at once, in one ConfigError; no message shows a secret's value.
  */
-export function loadConfig(environment: Environment): Config {
+export function loadConfig(
+  environment: Environment,
+  options: { localSecrets?: LocalSecretSource } = {},
+): Config {
   const parsed = environmentSchema.safeParse(environment);
   if (!parsed.success) {
     throw new ConfigError([
@@ -221,15 +224,16 @@ export function loadConfig(environment: Environment): Config {
   const problems: string[] = [];
   const dataDir = path.resolve(env.DATA_DIR);
   const localSecrets: Config['localSecrets'] = [];
+  const requiredMessage = production ? 'is required when NODE_ENV=production' : 'is required';
 
   function secretList(name: 'INTERNAL_SECRET' | 'ADMIN_SECRET', kind: LocalSecretKind): string[] {
     const values = env[name] ?? [];
     if (values.length === 0) {
-      if (production) {
-        problems.push(`${name}: is required when NODE_ENV=production`);
+      if (production || !options.localSecrets) {
+        problems.push(`${name}: ${requiredMessage}`);
         return [];
       }
-      const local = readOrCreateLocalSecret(dataDir, kind);
+      const local = options.localSecrets(dataDir, kind);
       localSecrets.push({ kind, file: local.file, created: local.created });
       return [local.value];
     }
@@ -269,11 +273,11 @@ export function loadConfig(environment: Environment): Config {
         return [bytes];
       });
     }
-    if (production) {
-      problems.push(`${name}: is required when NODE_ENV=production`);
+    if (production || !options.localSecrets) {
+      problems.push(`${name}: ${requiredMessage}`);
       return [];
     }
-    const local = readOrCreateLocalSecret(dataDir, kind);
+    const local = options.localSecrets(dataDir, kind);
     localSecrets.push({ kind, file: local.file, created: local.created });
     const bytes = decodeKey(local.value);
     if (!bytes) {
@@ -358,4 +362,16 @@ export function loadConfig(environment: Environment): Config {
     shutdownGraceMs,
     localSecrets,
   };
+}
+
+/**
+ * `loadConfig` as the service and its scripts use it: outside production, missing secrets and keys are
+ * generated in DATA_DIR by a development module that is loaded only then, so production never loads it.
+ */
+export async function loadConfigWithLocalSecrets(environment: Environment): Promise<Config> {
+  const production = environment.NODE_ENV?.trim() === 'production';
+  const localSecrets = production
+    ? undefined
+    : (await import('./dev/local-secrets.js')).readOrCreateLocalSecret;
+  return loadConfig(environment, { localSecrets });
 }

@@ -1,19 +1,19 @@
 import type { Server } from 'node:http';
 import dotenv from 'dotenv';
 import { createApp } from './app';
-import { ConfigError, loadConfig, type Config } from './config';
+import { ConfigError, loadConfigWithLocalSecrets, type Config } from './config';
 import { buildDependencies, toAppDependencies, type Dependencies } from './dependencies';
-import type { EmbeddedDatabase } from './db/embedded-postgres';
+import type { EmbeddedDatabase } from './dev/embedded-postgres';
 import { openDatabase } from './db/open-database';
 import { PlaidEmulator } from './emulator/plaid-emulator';
 import { createLogger, type Logger } from './logger';
 
 const EMULATOR_CREDENTIALS = { clientId: 'local-emulator', secret: 'local-emulator-secret' };
 
-function readConfig(): Config {
+async function readConfig(): Promise<Config> {
   dotenv.config({ quiet: true });
   try {
-    return loadConfig(process.env);
+    return await loadConfigWithLocalSecrets(process.env);
   } catch (error) {
     if (error instanceof ConfigError) {
       process.stderr.write(`${error.message}\n`);
@@ -44,7 +44,7 @@ function logBanner(config: Config, logger: Logger, url: string, address: string)
 }
 
 async function main(): Promise<void> {
-  const config = readConfig();
+  const config = await readConfig();
   const logger = createLogger({ level: config.logLevel });
   // Filled in as start-up proceeds, so that a failure or signal at any point closes what is open.
   const running: Running = {};

@@ -1,6 +1,6 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { seedDatabase } from '../src/cli/seed';
+import { seedDatabase } from '../src/dev/seed';
 import { onServer } from './support/database';
 import {
   ADMIN_SECRET,

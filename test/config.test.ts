@@ -3,6 +3,7 @@ import { mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { ConfigError, loadConfig } from '../src/config';
+import { readOrCreateLocalSecret } from '../src/dev/local-secrets';
 import { exchangeCriticalWindowMs } from '../src/time-budgets';
 
 const key = () => randomBytes(32).toString('base64');
@@ -118,8 +119,14 @@ describe('configuration', () => {
   it('when secrets are missing outside production, then they are generated once in DATA_DIR with mode 0600', () => {
     const dataDir = freshDataDir();
 
-    const first = loadConfig({ NODE_ENV: 'development', DATA_DIR: dataDir });
-    const second = loadConfig({ NODE_ENV: 'development', DATA_DIR: dataDir });
+    const first = loadConfig(
+      { NODE_ENV: 'development', DATA_DIR: dataDir },
+      { localSecrets: readOrCreateLocalSecret },
+    );
+    const second = loadConfig(
+      { NODE_ENV: 'development', DATA_DIR: dataDir },
+      { localSecrets: readOrCreateLocalSecret },
+    );
 
     expect(first.localSecrets.map((secret) => [secret.kind, secret.created])).toEqual([
       ['internal-secret', true],

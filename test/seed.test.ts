@@ -1,4 +1,4 @@
-import { seedDatabase } from '../src/cli/seed';
+import { seedDatabase } from '../src/dev/seed';
 import { asAdmin, rowsOf, startService, type ServiceContext } from './support/service';
 
 describe('npm run seed', () => {

@@ -1,6 +1,6 @@
 import { parseArgs } from 'node:util';
 import dotenv from 'dotenv';
-import { ConfigError, loadConfig } from '../config';
+import { ConfigError, loadConfigWithLocalSecrets } from '../config';
 import { createPool } from '../db/pool';
 import { createLogger } from '../logger';
 import { retryDeadRemovals } from '../services/outbox-processor';
@@ -32,7 +32,7 @@ async function run(): Promise<void> {
   }
   let config;
   try {
-    config = loadConfig(process.env);
+    config = await loadConfigWithLocalSecrets(process.env);
   } catch (error) {
     if (error instanceof ConfigError) fail(error.message);
     throw error;

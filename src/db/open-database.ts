@@ -1,8 +1,7 @@
 import path from 'node:path';
 import type { Config } from '../config';
-import { readOrCreateLocalSecret } from '../local-secrets';
 import type { Logger } from '../logger';
-import { startEmbeddedPostgres, type EmbeddedDatabase } from './embedded-postgres';
+import type { EmbeddedDatabase } from '../dev/embedded-postgres';
 import { migrateDatabase } from './migrate';
 
 /**
@@ -15,6 +14,9 @@ export async function openDatabase(
 ): Promise<{ databaseUrl: string; embedded?: EmbeddedDatabase; applied: string[] }> {
   let embedded: EmbeddedDatabase | undefined;
   if (!config.databaseUrl) {
+    // Development only, so loaded only here: a production build does without these modules.
+    const { startEmbeddedPostgres } = await import('../dev/embedded-postgres.js');
+    const { readOrCreateLocalSecret } = await import('../dev/local-secrets.js');
     const databaseDir = path.join(config.dataDir, 'postgres');
     // Generated once and kept beside the data, never postgres/postgres: any local user can reach localhost.
     const password = readOrCreateLocalSecret(config.dataDir, 'database-password');

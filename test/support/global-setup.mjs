@@ -33,7 +33,7 @@ export default async function globalSetup() {
   if (!serverUrl && mode !== 'embedded' && (await answers(LOCAL_SERVER))) serverUrl = LOCAL_SERVER;
   if (!serverUrl) {
     if (mode === 'server') throw new Error('TEST_DB=server but no Postgres server answers');
-    const { startEmbeddedPostgres } = require('../../dist/db/embedded-postgres.js');
+    const { startEmbeddedPostgres } = require('../../dist/dev/embedded-postgres.js');
     const parent = mkdtempSync(path.join(tmpdir(), 'acs-test-'));
     // As root the server runs as the OS user postgres, which must be able to enter this folder.
     chmodSync(parent, 0o711);

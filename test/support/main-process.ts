@@ -33,8 +33,8 @@ export function removeTempDirs(dirs: string[]): void {
  * Runs `node dist/main.js` (what `npm start` execs) with exactly `env`, and resolves once it says it
  * listens (and, without Plaid credentials, where its built-in emulator is).
  */
-export async function startMainProcess(env: Record<string, string>): Promise<MainProcess> {
-  const child = spawn(process.execPath, [MAIN], { env: { PATH: process.env.PATH ?? '', ...env } });
+export async function startMainProcess(env: Record<string, string>, main = MAIN): Promise<MainProcess> {
+  const child = spawn(process.execPath, [main], { env: { PATH: process.env.PATH ?? '', ...env } });
   const output: string[] = [];
   const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
   const expectsEmulator = !env.PLAID_CLIENT_ID;

@@ -7,7 +7,7 @@ import { createRequire } from 'node:module';
 
 const require = createRequire(import.meta.url);
 const { createLogger } = require('../../dist/logger.js');
-const { startEmbeddedPostgres } = require('../../dist/db/embedded-postgres.js');
+const { startEmbeddedPostgres } = require('../../dist/dev/embedded-postgres.js');
 const { openDatabase } = require('../../dist/db/open-database.js');
 
 const request = JSON.parse(process.argv[2]);

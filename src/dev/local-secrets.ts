@@ -10,6 +10,11 @@ export type LocalSecretKind =
   /** The embedded PostgreSQL's superuser password (only with no DATABASE_URL). */
   | 'database-password';
 
+export type LocalSecretSource = (
+  dataDir: string,
+  kind: LocalSecretKind,
+) => { value: string; file: string; created: boolean };
+
 /**
  * Development-only convenience: a secret or key that was not configured is generated once and
  * kept in DATA_DIR with mode 0600, so restarts keep decrypting what earlier runs stored.

@@ -10,7 +10,7 @@ import { createPool } from '../db/pool';
 import { deriveCursorKey, encodeCursor } from '../crypto/admin-cursor';
 import { TokenVault } from '../crypto/token-vault';
 import { migrateDatabase } from '../db/migrate';
-import { findFreePort } from '../free-port';
+import { findFreePort } from './free-port';
 import { createLogger } from '../logger';
 import { findAnySubscriptionUser, findLastAccountId } from '../repository/seed-repository';
 import { seedDatabase } from './seed';

@@ -7,6 +7,7 @@ import { TokenVault } from '../crypto/token-vault';
 import { openDatabase } from '../db/open-database';
 import { SANDBOX_INSTITUTIONS, USER_GOOD_ACCOUNTS } from '../emulator/sandbox-data';
 import { createLogger } from '../logger';
+import { readOrCreateLocalSecret } from './local-secrets';
 import {
   findLastConnectionId,
   insertSeedAccounts,
@@ -132,7 +133,7 @@ async function run(): Promise<void> {
     );
     process.exit(1);
   }
-  const config = loadConfig(process.env);
+  const config = loadConfig(process.env, { localSecrets: readOrCreateLocalSecret });
   if (config.nodeEnv === 'production') {
     process.stderr.write('refusing to seed fake connections with NODE_ENV=production\n');
     process.exit(1);

@@ -14,7 +14,7 @@ import {
 } from 'node:fs';
 import path from 'node:path';
 import { Client } from 'pg';
-import { findFreePort } from '../free-port';
+import { findFreePort } from './free-port';
 import type { Logger } from '../logger';
 
 export interface EmbeddedDatabase {

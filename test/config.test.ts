@@ -31,9 +31,12 @@ function productionEnv(overrides: Record<string, string | undefined> = {}) {
   };
 }
 
-function problemsOf(env: Record<string, string | undefined>): string[] {
+function problemsOf(
+  env: Record<string, string | undefined>,
+  options: Parameters<typeof loadConfig>[1] = {},
+): string[] {
   try {
-    loadConfig(env);
+    loadConfig(env, options);
   } catch (error) {
     if (error instanceof ConfigError) return error.problems;
     throw error;
@@ -160,11 +163,10 @@ describe('weak production configuration', () => {
     expect(Buffer.from(junk, 'base64')).toHaveLength(32);
 
     const inProduction = problemsOf(productionEnv({ TOKEN_HMAC_KEY: junk }));
-    const inDevelopment = problemsOf({
-      NODE_ENV: 'development',
-      DATA_DIR: freshDataDir(),
-      TOKEN_HMAC_KEY: junk,
-    });
+    const inDevelopment = problemsOf(
+      { NODE_ENV: 'development', DATA_DIR: freshDataDir(), TOKEN_HMAC_KEY: junk },
+      { localSecrets: readOrCreateLocalSecret },
+    );
 
     for (const problems of [inProduction, inDevelopment]) {
       expect(problems).toEqual([
@@ -284,14 +286,17 @@ describe('weak production configuration', () => {
   });
 
   it('when not in production, then repeated-character secrets and short timeouts are allowed (tests use them)', () => {
-    const config = loadConfig({
-      NODE_ENV: 'test',
-      DATA_DIR: freshDataDir(),
-      INTERNAL_SECRET: repeatedSecret,
-      TOKEN_ENCRYPTION_KEY: zeroKey,
-      PLAID_BASE_URL: 'http://127.0.0.1:4010',
-      SHUTDOWN_TIMEOUT_MS: '1',
-    });
+    const config = loadConfig(
+      {
+        NODE_ENV: 'test',
+        DATA_DIR: freshDataDir(),
+        INTERNAL_SECRET: repeatedSecret,
+        TOKEN_ENCRYPTION_KEY: zeroKey,
+        PLAID_BASE_URL: 'http://127.0.0.1:4010',
+        SHUTDOWN_TIMEOUT_MS: '1',
+      },
+      { localSecrets: readOrCreateLocalSecret },
+    );
 
     expect(config.internalSecrets).toEqual([repeatedSecret]);
     expect(config.shutdownTimeoutMs).toBe(1);

@@ -1,4 +1,5 @@
 import { Pool, type PoolClient } from 'pg';
+import { AppError, databaseUnavailable } from '../errors';
 import type { Logger } from '../logger';
 import { DATABASE_CONNECT_TIMEOUT_MS, DATABASE_STATEMENT_TIMEOUT_MS } from '../time-budgets';
 
@@ -30,18 +31,46 @@ export function createPool(options: PoolOptions, logger: Logger): Pool {
   // the client's whole life; the query under way fails on its own and becomes a 503.
   pool.on('connect', (client) => {
     client.on('error', (error) => logger.warn({ err: error }, 'database connection lost while in use'));
+    rejectAsDomainErrors(client, 'query');
   });
+  rejectAsDomainErrors(pool, 'query');
+  rejectAsDomainErrors(pool, 'connect');
   return pool;
 }
 
-/** COMMIT was sent but its answer was lost: the transaction may or may not have committed. */
-export class CommitOutcomeUnknownError extends Error {
-  readonly code: unknown;
+type Method = (...args: unknown[]) => unknown;
 
-  constructor(cause: Error) {
-    super(`commit outcome unknown: ${cause.message}`, { cause });
+/**
+ * The rules and the HTTP layer never see a driver error that means "no database": a promise that
+ * `query` or `connect` returns rejects with the domain's DATABASE_UNAVAILABLE instead. Other driver
+ * errors (a constraint, a bug) pass through as they are. Callback and stream forms are untouched.
+ */
+function rejectAsDomainErrors(target: object, method: 'query' | 'connect'): void {
+  const methods = target as Record<string, Method>;
+  const original = methods[method] as Method;
+  methods[method] = function (this: unknown, ...args: unknown[]) {
+    const result = original.apply(this, args);
+    if (!(result instanceof Promise)) return result;
+    return result.catch((error: unknown) => {
+      throw isDatabaseUnavailableError(error) && !(error instanceof AppError)
+        ? databaseUnavailable(error)
+        : error;
+    });
+  };
+}
+
+/**
+ * COMMIT was sent but its answer was lost: the transaction may or may not have committed. To a caller
+ * it is the database being unavailable; the rules that must not undo anything recognise it by type.
+ */
+export class CommitOutcomeUnknownError extends AppError {
+  constructor(cause: unknown) {
+    super('DATABASE_UNAVAILABLE', {
+      detail: 'The database stopped answering while the change was being saved; try again shortly.',
+      retryAfterSeconds: 5,
+      cause,
+    });
     this.name = 'CommitOutcomeUnknownError';
-    this.code = (cause as { code?: unknown }).code;
   }
 }
 
@@ -56,7 +85,7 @@ export async function withTransaction<T>(pool: Pool, work: (client: PoolClient) 
       await client.query('COMMIT');
     } catch (error) {
       // The server may have committed before the connection broke: the caller must not undo anything.
-      throw isDatabaseUnavailableError(error) ? new CommitOutcomeUnknownError(error as Error) : error;
+      throw isDatabaseUnavailableError(error) ? new CommitOutcomeUnknownError(error) : error;
     }
     return result;
   } catch (error) {
@@ -75,6 +104,7 @@ const UNAVAILABLE_NODE_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT
 
 /** True for errors that say the database cannot be reached now, as opposed to a bad query. */
 export function isDatabaseUnavailableError(error: unknown): boolean {
+  if (error instanceof AppError) return error.code === 'DATABASE_UNAVAILABLE';
   if (!(error instanceof Error)) return false;
   const code = (error as { code?: unknown }).code;
   if (typeof code === 'string') {

@@ -1,11 +1,6 @@
 import type { ProviderAccount } from '../provider/account-provider';
 import { AppError, databaseUnavailable } from '../errors';
-import {
-  CommitOutcomeUnknownError,
-  isDatabaseUnavailableError,
-  isUniqueViolation,
-  withTransaction,
-} from '../db/pool';
+import { CommitOutcomeUnknownError, isUniqueViolation, withTransaction } from '../db/pool';
 import { ProviderError } from '../provider/provider-error';
 import { insertAccounts, insertConnection } from '../repository/connections-repository';
 import { recordEvent } from '../repository/events-repository';
@@ -254,7 +249,7 @@ async function storeConnection(
       'could not store the new connection; removing the Item',
     );
     await abandonExchange(deps, claim, exchanged, { failureCode: 'EXCHANGE_FAILED', input });
-    throw isDatabaseUnavailableError(error) ? databaseUnavailable(error) : error;
+    throw error;
   }
 }
 

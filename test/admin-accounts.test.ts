@@ -187,8 +187,12 @@ describe('GET /admin/accounts', () => {
     });
   });
 
-  it('when the limit is exactly 1000, then it is accepted', async () => {
-    expect((await list({ limit: 1000 })).status).toBe(200);
+  it('when the limit is exactly 1000, then it is accepted and one page holds every account', async () => {
+    const response = await list({ limit: 1000 });
+
+    expect(response.status).toBe(200);
+    expect(response.body.accounts.map((account: Listed) => account.provider_account_id)).toEqual(allIds);
+    expect(response.body.next_cursor).toBeNull();
   });
 
   it('when NDJSON is asked for, then every matching account streams as one JSON object per line', async () => {

@@ -1,19 +1,7 @@
 import type { PoolClient } from 'pg';
 import { enqueueAbandonedExchanges } from '../src/repository/exchanges-repository';
-import {
-  asWebsite,
-  linkPublicToken,
-  rowsOf,
-  startService,
-  uniqueUserId,
-  type ServiceContext,
-} from './support/service';
-
-const exchange = (service: ServiceContext, body: Record<string, unknown>) =>
-  service.http
-    .post('/exchange-public-token')
-    .set(asWebsite)
-    .send({ app_name: 'Budget App', ...body });
+import { linkPublicToken, rowsOf, startService, uniqueUserId, type ServiceContext } from './support/service';
+import { exchange } from './support/requests';
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 

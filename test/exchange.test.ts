@@ -2,7 +2,6 @@ import { plaidClient } from './support/plaid-client';
 import { bringDatabaseUp, takeDatabaseDown } from './support/database';
 import {
   PLAID_SECRET,
-  asWebsite,
   linkPublicToken,
   problemShape,
   rowsOf,
@@ -10,12 +9,7 @@ import {
   uniqueUserId,
   type ServiceContext,
 } from './support/service';
-
-const exchange = (service: ServiceContext, body: Record<string, unknown>) =>
-  service.http
-    .post('/exchange-public-token')
-    .set(asWebsite)
-    .send({ app_name: 'Budget App', ...body });
+import { exchange, linkMetadataFor, sandboxAccounts } from './support/requests';
 
 const duplicateRefusals = (service: ServiceContext, user: string) =>
   rowsOf(
@@ -24,23 +18,7 @@ const duplicateRefusals = (service: ServiceContext, user: string) =>
     [user],
   );
 
-const FIRST_PLATYPUS_METADATA = {
-  institution: { institution_id: 'ins_109508', name: 'First Platypus Bank' },
-  accounts: [
-    ['0000', 'checking'],
-    ['1111', 'savings'],
-    ['2222', 'cd'],
-    ['3333', 'credit card'],
-    ['4444', 'money market'],
-    ['5555', 'ira'],
-    ['6666', '401k'],
-    ['7777', 'student'],
-    ['8888', 'mortgage'],
-    ['9001', 'hsa'],
-    ['9002', 'cash management'],
-    ['9999', 'credit card'],
-  ].map(([mask, subtype]) => ({ mask, subtype, name: 'x' })),
-};
+const FIRST_PLATYPUS_METADATA = linkMetadataFor('ins_109508');
 
 describe('POST /exchange-public-token', () => {
   let service: ServiceContext;
@@ -207,7 +185,15 @@ describe('POST /exchange-public-token', () => {
   it('when metadata names the same institution but other accounts, or another user has it, then it is not a duplicate', async () => {
     const user = uniqueUserId();
     await exchange(service, { public_token: linkPublicToken(service), subscription_user_id: user });
+    // The same bank, but the user shared only two of the accounts in Link this time.
+    const twoAccounts = linkMetadataFor('ins_109508', sandboxAccounts().slice(0, 2));
+    service.emulator.clearCalls();
 
+    const otherAccounts = await exchange(service, {
+      public_token: linkPublicToken(service),
+      subscription_user_id: user,
+      metadata: twoAccounts,
+    });
     const otherUser = await exchange(service, {
       public_token: linkPublicToken(service),
       subscription_user_id: uniqueUserId(),
@@ -216,10 +202,20 @@ describe('POST /exchange-public-token', () => {
     const otherInstitution = await exchange(service, {
       public_token: linkPublicToken(service, 'ins_109509'),
       subscription_user_id: user,
+      metadata: linkMetadataFor('ins_109509'),
     });
 
+    // The metadata check let each through to Plaid; none was refused as a duplicate before the exchange.
+    expect(service.emulator.calls('/item/public_token/exchange')).toHaveLength(3);
+    expect(await duplicateRefusals(service, user)).not.toContainEqual({ before: 'true' });
     expect(otherUser.status).toBe(200);
     expect(otherInstitution.status).toBe(200);
+    expect(otherInstitution.body.accounts[0].institution_id).toBe('ins_109509');
+    // The emulator's Item still has every account, so the stored connection is the same login: the
+    // database, not the metadata, refuses it after the exchange.
+    expect(otherAccounts.status).toBe(409);
+    expect(otherAccounts.body.code).toBe('DUPLICATE_INSTITUTION');
+    expect(await duplicateRefusals(service, user)).toEqual([{ before: 'false' }]);
   });
 
   it('when Plaid says the public token is invalid, then 400 INVALID_PUBLIC_TOKEN and nothing is stored', async () => {
@@ -264,14 +260,29 @@ describe('POST /exchange-public-token', () => {
     },
   );
 
-  it('when extra fields are sent, then they are ignored', async () => {
+  it('when extra fields are sent, then they are ignored: the answer and the stored connection are as without them', async () => {
+    const user = uniqueUserId();
+
     const response = await exchange(service, {
       public_token: linkPublicToken(service),
-      subscription_user_id: uniqueUserId(),
+      subscription_user_id: user,
       is_admin: true,
+      subscription_user_id_override: 'someone-else',
     });
 
     expect(response.status).toBe(200);
+    expect(response.body.accounts).toHaveLength(12);
+    expect(Object.keys(response.body)).toEqual(['accounts']);
+    expect(
+      await rowsOf(
+        service,
+        `SELECT subscription_user_id, app_name FROM connections WHERE subscription_user_id = $1`,
+        [user],
+      ),
+    ).toEqual([{ subscription_user_id: user, app_name: 'Budget App' }]);
+    expect(
+      await rowsOf(service, `SELECT 1 FROM connections WHERE subscription_user_id = 'someone-else'`),
+    ).toEqual([]);
   });
 
   it('when Plaid fails the exchange, then 502, nothing is stored, and the token may be tried again', async () => {

@@ -1,5 +1,4 @@
 import {
-  asWebsite,
   connectInstitution,
   problemShape,
   rowsOf,
@@ -7,9 +6,7 @@ import {
   uniqueUserId,
   type ServiceContext,
 } from './support/service';
-
-const createLinkToken = (service: ServiceContext, body: Record<string, unknown>) =>
-  service.http.post('/create-link-token').set(asWebsite).send(body);
+import { createLinkToken } from './support/requests';
 
 describe('POST /create-link-token', () => {
   let service: ServiceContext;

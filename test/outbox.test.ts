@@ -13,6 +13,7 @@ import {
   uniqueUserId,
   type ServiceContext,
 } from './support/service';
+import { removeInstitution } from './support/requests';
 
 const run = promisify(execFile);
 const RETRY_SCRIPT = path.join(__dirname, '..', 'dist', 'cli', 'retry-dead-removals.js');
@@ -23,12 +24,6 @@ const REFUSED_REMOVALS = {
   count: 1_000,
   error: { error_type: 'INVALID_INPUT', error_code: 'INVALID_API_KEYS' },
 };
-
-const removeInstitution = (service: ServiceContext, user: string, accessToken: string) =>
-  service.http
-    .post('/remove-institution')
-    .set(asWebsite)
-    .send({ subscription_user_id: user, access_token: accessToken });
 
 async function outboxRowOf(service: ServiceContext, outboxId: string) {
   const [row] = await rowsOf(

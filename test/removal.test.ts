@@ -3,7 +3,6 @@ import { createTestDatabase, type TestDatabase } from './support/database';
 import {
   PLAID_SECRET,
   asAdmin,
-  asWebsite,
   connectInstitution,
   problemShape,
   rowsOf,
@@ -11,19 +10,7 @@ import {
   uniqueUserId,
   type ServiceContext,
 } from './support/service';
-
-const removeAccount = (service: ServiceContext, user: string, accountId: string) =>
-  service.http
-    .post('/remove-account')
-    .set(asWebsite)
-    .send({ subscription_user_id: user, provider_account_id: accountId });
-const removeInstitution = (service: ServiceContext, user: string, accessToken: string) =>
-  service.http
-    .post('/remove-institution')
-    .set(asWebsite)
-    .send({ subscription_user_id: user, access_token: accessToken });
-const itemExists = (service: ServiceContext, accessToken: string) =>
-  service.emulator.items().some((item) => item.access_token === accessToken);
+import { removeAccount, removeInstitution, itemExists } from './support/requests';
 
 describe('removing accounts and institutions', () => {
   let service: ServiceContext;
@@ -131,7 +118,16 @@ describe('removing accounts and institutions', () => {
 
     expect(again.status).toBe(404);
     expect(unknown.status).toBe(404);
+    expect(again.body).toEqual({ ...problemShape, status: 404, code: 'NOT_FOUND' });
     expect(again.body.detail).toBe(unknown.body.detail);
+    expect(
+      await rowsOf(
+        service,
+        `SELECT a.provider_account_id FROM accounts a JOIN connections c ON c.id = a.connection_id
+          WHERE c.subscription_user_id = $1`,
+        [user],
+      ),
+    ).toHaveLength(accountIds.length - 1);
   });
 
   it('when an institution is removed twice, then the second answer is 404', async () => {
@@ -139,9 +135,15 @@ describe('removing accounts and institutions', () => {
     const { accessToken } = await connectInstitution(service, user);
     await removeInstitution(service, user, accessToken);
 
+    service.emulator.clearCalls();
+    const removalsBefore = await rowsOf(service, `SELECT count(*)::int AS n FROM outbox`);
+
     const again = await removeInstitution(service, user, accessToken);
 
     expect(again.status).toBe(404);
+    expect(again.body).toEqual({ ...problemShape, status: 404, code: 'NOT_FOUND' });
+    expect(await rowsOf(service, `SELECT count(*)::int AS n FROM outbox`)).toEqual(removalsBefore);
+    expect(service.emulator.calls('/item/remove')).toEqual([]);
   });
 
   it('when the access token is malformed, then 400 and nothing is looked up', async () => {

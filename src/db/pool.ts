@@ -1,3 +1,4 @@
+import { types } from 'node:util';
 import { Pool, type PoolClient } from 'pg';
 import { AppError, databaseUnavailable } from '../errors';
 import type { Logger } from '../logger';
@@ -11,7 +12,14 @@ export interface PoolOptions {
   applicationName?: string;
   /** Scripts that write large batches may allow longer statements than a request ever needs. */
   statementTimeoutMs?: number;
+  /**
+   * A pool whose queries may stream for long (admin exports): no client-side limit on one query, which
+   * would cut a healthy export; its exports have their own stall timeout, and keep-alive finds dead peers.
+   */
+  streamsResults?: boolean;
 }
+
+const QUERY_TIMEOUT_MARGIN_MS = 1_000;
 
 /** node-postgres waits forever by default; every wait here is bounded. */
 export function createPool(options: PoolOptions, logger: Logger): Pool {
@@ -22,6 +30,13 @@ export function createPool(options: PoolOptions, logger: Logger): Pool {
     idleTimeoutMillis: 30_000,
     statement_timeout: options.statementTimeoutMs ?? DATABASE_STATEMENT_TIMEOUT_MS,
     idle_in_transaction_session_timeout: 10_000,
+    // The server enforces statement_timeout only on queries it receives; behind a silent network
+    // partition nothing arrives, so the client bounds its own wait, and TCP keep-alive finds dead peers.
+    query_timeout: options.streamsResults
+      ? undefined
+      : (options.statementTimeoutMs ?? DATABASE_STATEMENT_TIMEOUT_MS) + QUERY_TIMEOUT_MARGIN_MS,
+    keepAlive: true,
+    keepAliveInitialDelayMillis: 10_000,
     application_name: options.applicationName ?? 'account-connection-service',
   });
   // An idle client losing its connection must not crash the process; the next checkout reconnects.
@@ -105,13 +120,15 @@ const UNAVAILABLE_NODE_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT
 /** True for errors that say the database cannot be reached now, as opposed to a bad query. */
 export function isDatabaseUnavailableError(error: unknown): boolean {
   if (error instanceof AppError) return error.code === 'DATABASE_UNAVAILABLE';
-  if (!(error instanceof Error)) return false;
+  // Errors Node makes itself (ECONNREFUSED from net) may come from another realm, as under jest:
+  // `instanceof Error` is not enough to recognise them.
+  if (!(error instanceof Error) && !types.isNativeError(error)) return false;
   const code = (error as { code?: unknown }).code;
   if (typeof code === 'string') {
     if (UNAVAILABLE_NODE_CODES.has(code)) return true;
     if (UNAVAILABLE_SQLSTATE_PREFIXES.some((prefix) => code.startsWith(prefix))) return true;
   }
-  return /timeout exceeded when trying to connect|Connection terminated|Client has encountered a connection error|is not currently accepting connections|the database system is (starting up|shutting down)/i.test(
+  return /timeout exceeded when trying to connect|Query read timeout|Connection terminated|Client has encountered a connection error|is not currently accepting connections|the database system is (starting up|shutting down)/i.test(
     error.message,
   );
 }
@@ -119,4 +136,21 @@ export function isDatabaseUnavailableError(error: unknown): boolean {
 export function isUniqueViolation(error: unknown, constraint?: string): boolean {
   const pgError = error as { code?: string; constraint?: string };
   return pgError?.code === '23505' && (constraint === undefined || pgError.constraint === constraint);
+}
+
+/** Whether the database answers a trivial query within `timeoutMs`; never throws. */
+export async function isDatabaseAnswering(pool: Pool, timeoutMs: number): Promise<boolean> {
+  let timer: NodeJS.Timeout | undefined;
+  const timedOut = new Promise<boolean>((resolve) => {
+    timer = setTimeout(() => resolve(false), timeoutMs);
+  });
+  const answered = pool.query('SELECT 1').then(
+    () => true,
+    () => false,
+  );
+  try {
+    return await Promise.race([answered, timedOut]);
+  } finally {
+    clearTimeout(timer);
+  }
 }

@@ -2,28 +2,24 @@ import { isUtf8 } from 'node:buffer';
 import { randomUUID } from 'node:crypto';
 import express, { type Express, type Request, type Response } from 'express';
 import helmet from 'helmet';
-import type { Pool } from 'pg';
 import { pinoHttp } from 'pino-http';
-import { redactUrl, type Logger } from './logger';
+import { redactUrl, runInRequest, type Logger } from './logger';
 import { limitAdminRequests } from './http/middleware/admin-rate-limit';
 import { authenticate, requireRole, type SecretSets } from './http/middleware/authenticate';
 import { notFoundHandler, problemHandler } from './http/middleware/problem-handler';
 import { requireJsonBody } from './http/middleware/require-json';
-import { adminRoutes } from './http/routes/admin';
-import { adminRemovalRoutes } from './http/routes/admin-removals';
-import { exchangeRoutes } from './http/routes/exchange';
-import { healthRoutes } from './http/routes/health';
-import { linkRoutes } from './http/routes/link';
-import { openApiRoutes } from './http/routes/openapi';
-import { removalRoutes } from './http/routes/removal';
+import { mountEndpoints, type EndpointServices } from './http/endpoint';
+import { ENDPOINTS } from './http/endpoints';
 import type { AdminService } from './services/admin';
 import type { ExchangeService } from './services/exchange';
 import type { LinkTokenService } from './services/link-tokens';
+import type { OutboxProcessor } from './services/outbox-processor';
 import type { RemovalService } from './services/removal';
 
 export interface AppDependencies {
   logger: Logger;
-  pool: Pool;
+  isDatabaseAnswering: (timeoutMs: number) => Promise<boolean>;
+  outbox: OutboxProcessor;
   secrets: SecretSets;
   linkTokens: LinkTokenService;
   exchanges: ExchangeService;
@@ -35,12 +31,6 @@ export interface AppDependencies {
   isShuttingDown?: () => boolean;
 }
 
-const ACCOUNT_PATHS = [
-  '/create-link-token',
-  '/exchange-public-token',
-  '/remove-account',
-  '/remove-institution',
-];
 const REQUEST_ID_PATTERN = /^[A-Za-z0-9._:-]{1,128}$/;
 const MAX_BODY = '16kb';
 
@@ -78,6 +68,7 @@ export function createApp(deps: AppDependencies): Express {
       customErrorMessage: (req, res) => summarize(req as Request, res),
     }),
   );
+  app.use((req, _res, next) => runInRequest(String(req.id), next));
   app.use(helmet());
   const isShuttingDown = deps.isShuttingDown ?? (() => false);
   app.use((_req, res, next) => {
@@ -87,7 +78,21 @@ export function createApp(deps: AppDependencies): Express {
     next();
   });
 
-  app.use(healthRoutes(deps.pool, isShuttingDown));
+  const services: EndpointServices = {
+    isDatabaseAnswering: deps.isDatabaseAnswering,
+    outbox: deps.outbox,
+    linkTokens: deps.linkTokens,
+    exchanges: deps.exchanges,
+    removals: deps.removals,
+    admin: deps.admin,
+    clock: deps.clock ?? (() => new Date()),
+    isShuttingDown,
+  };
+  mountEndpoints(
+    app,
+    ENDPOINTS.filter((endpoint) => endpoint.access === 'anyone'),
+    { services },
+  );
 
   app.use(authenticate(deps.secrets));
   app.use(requireJsonBody);
@@ -102,18 +107,13 @@ export function createApp(deps: AppDependencies): Express {
     }),
   );
 
-  app.use(ACCOUNT_PATHS, requireRole('internal'));
-  app.use(linkRoutes(deps.linkTokens));
-  app.use(exchangeRoutes(deps.exchanges));
-  app.use(removalRoutes(deps.removals));
-  app.use(
-    '/admin',
-    requireRole('admin'),
-    limitAdminRequests(deps.adminRequestsPerMinute),
-    adminRoutes(deps.admin, deps.clock ?? (() => new Date())),
-    adminRemovalRoutes(deps.pool),
+  mountEndpoints(
+    app,
+    ENDPOINTS.filter((endpoint) => endpoint.access !== 'anyone'),
+    { services, limiters: { 'per-admin-secret': limitAdminRequests(deps.adminRequestsPerMinute) } },
   );
-  app.use(openApiRoutes());
+  // A path under /admin that no endpoint serves is still no business of the website's secret.
+  app.use('/admin', requireRole('admin'));
 
   app.use(notFoundHandler);
   app.use(problemHandler(deps.logger));

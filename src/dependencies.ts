@@ -2,7 +2,7 @@ import type { AppDependencies } from './app';
 import type { Config } from './config';
 import { deriveCursorKey } from './crypto/admin-cursor';
 import { TokenVault } from './crypto/token-vault';
-import { createPool, type Pool } from './db/pool';
+import { createPool, isDatabaseAnswering, type Pool } from './db/pool';
 import type { Logger } from './logger';
 import type { AccountProvider } from './provider/account-provider';
 import { PlaidProvider, type PlaidProviderOptions } from './provider/plaid-provider';
@@ -54,6 +54,7 @@ export function buildDependencies(
       connectionString: overrides.databaseUrl,
       max: config.admin.poolSize,
       applicationName: 'account-connection-service-admin',
+      streamsResults: true,
     },
     logger,
   );
@@ -113,7 +114,8 @@ export function buildDependencies(
 export function toAppDependencies(config: Config, logger: Logger, deps: Dependencies): AppDependencies {
   return {
     logger,
-    pool: deps.pool,
+    isDatabaseAnswering: (timeoutMs) => isDatabaseAnswering(deps.pool, timeoutMs),
+    outbox: deps.outbox,
     secrets: { internal: config.internalSecrets, admin: config.adminSecrets },
     adminRequestsPerMinute: config.rateLimits.adminPerMinute,
     linkTokens: deps.linkTokens,

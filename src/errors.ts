@@ -124,10 +124,18 @@ export type ErrorCode = keyof typeof ERROR_REGISTRY;
 
 export const ERROR_CODES = Object.keys(ERROR_REGISTRY) as ErrorCode[];
 
+/** The limit that refused a request: how many it allows, how many are left, and when it resets. */
+export interface RateLimitState {
+  limit: number;
+  remaining: number;
+  resetSeconds: number;
+}
+
 export interface AppErrorOptions {
   detail?: string;
   errors?: FieldError[];
   retryAfterSeconds?: number;
+  rateLimit?: RateLimitState;
   headers?: Record<string, string>;
   cause?: unknown;
 }
@@ -140,6 +148,7 @@ export class AppError extends Error {
   readonly detail: string;
   readonly errors: FieldError[] | undefined;
   readonly retryAfterSeconds: number | undefined;
+  readonly rateLimit: RateLimitState | undefined;
   readonly headers: Record<string, string>;
 
   constructor(
@@ -151,6 +160,7 @@ export class AppError extends Error {
     this.detail = options.detail ?? ERROR_REGISTRY[code].description;
     this.errors = options.errors;
     this.retryAfterSeconds = options.retryAfterSeconds;
+    this.rateLimit = options.rateLimit;
     this.headers = options.headers ?? {};
   }
 
@@ -164,8 +174,13 @@ export const notFound = (detail: string) => new AppError('NOT_FOUND', { detail }
 export const validationFailed = (errors: FieldError[], detail = 'The request has invalid fields.') =>
   new AppError('VALIDATION_FAILED', { detail, errors });
 
-export const tooManyRequests = (retryAfterSeconds: number, detail: string) =>
-  new AppError('RATE_LIMITED', { detail, retryAfterSeconds });
+/** `limit` is the limit that refused the request; the HTTP layer turns it into RateLimit headers. */
+export const tooManyRequests = (retryAfterSeconds: number, detail: string, limit?: number) =>
+  new AppError('RATE_LIMITED', {
+    detail,
+    retryAfterSeconds,
+    rateLimit: limit === undefined ? undefined : { limit, remaining: 0, resetSeconds: retryAfterSeconds },
+  });
 
 export const databaseUnavailable = (cause?: unknown) =>
   new AppError('DATABASE_UNAVAILABLE', {

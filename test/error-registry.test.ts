@@ -1,7 +1,18 @@
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { ERROR_CODES, ERROR_REGISTRY } from '../src/errors';
+import { errorCodesOf } from '../src/http/endpoint';
+import { ENDPOINTS } from '../src/http/endpoints';
 import { buildOpenApiDocument } from '../src/http/openapi';
+
+interface ProblemResponse {
+  description: string;
+  content: Record<string, { schema: { allOf: [unknown, { properties: { code: { enum: string[] } } }] } }>;
+}
+
+/** The codes a problem response's schema allows. */
+const codesOf = (response: ProblemResponse) =>
+  [...response.content['application/problem+json']!.schema.allOf[1].properties.code.enum].sort();
 
 /** status -> codes, as the README's error table lists them (codes in backticks, notes in parentheses). */
 function readmeErrorTable(): Map<number, string[]> {
@@ -35,23 +46,30 @@ describe('the error registry', () => {
     );
   });
 
-  it('when the OpenAPI document describes a problem status, then it names every code of that status', () => {
-    const document = buildOpenApiDocument() as {
-      paths: Record<string, Record<string, { responses: Record<string, { description: string }> }>>;
+  it('when the OpenAPI document describes an operation, then each code it can answer is named under its registry status', () => {
+    const document = buildOpenApiDocument(ENDPOINTS) as unknown as {
+      paths: Record<string, Record<string, { responses: Record<string, ProblemResponse> }>>;
     };
-    const described = new Map<string, string>();
-    for (const operations of Object.values(document.paths)) {
-      for (const operation of Object.values(operations)) {
-        for (const [status, response] of Object.entries(operation.responses)) {
-          described.set(status, response.description);
-        }
-      }
-    }
 
-    for (const code of ERROR_CODES) {
-      const description = described.get(String(ERROR_REGISTRY[code].status));
-      if (description !== undefined) expect(description).toContain(code);
+    for (const endpoint of ENDPOINTS) {
+      const { responses } = document.paths[endpoint.path]![endpoint.method]!;
+      const documented = Object.entries(responses)
+        .filter(([status]) => status !== '200')
+        .flatMap(([status, response]) =>
+          codesOf(response).map((code) => {
+            expect(response.description).toContain(code);
+            return `${status} ${code}`;
+          }),
+        );
+
+      expect({ endpoint: endpoint.operationId, codes: documented.sort() }).toEqual({
+        endpoint: endpoint.operationId,
+        codes: errorCodesOf(endpoint)
+          .map((code) => `${ERROR_REGISTRY[code].status} ${code}`)
+          .sort(),
+      });
     }
-    expect(described.get('503')).toContain('DATABASE_UNAVAILABLE');
+    const readiness = document.paths['/readyz']!.get!.responses['503']!;
+    expect(codesOf(readiness)).toEqual(['DATABASE_UNAVAILABLE', 'SHUTTING_DOWN']);
   });
 });

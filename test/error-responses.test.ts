@@ -165,7 +165,8 @@ describe('unexpected errors', () => {
     } as unknown as LinkTokenService;
     const app = createApp({
       logger,
-      pool: {} as never,
+      isDatabaseAnswering: () => Promise.resolve(true),
+      outbox: {} as never,
       secrets: { internal: ['website-secret'], admin: ['admin-secret'] },
       linkTokens: failing,
       exchanges: {} as ExchangeService,

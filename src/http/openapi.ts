@@ -1,163 +1,179 @@
-import { OpenAPIRegistry, OpenApiGeneratorV31 } from '@asteasolutions/zod-to-openapi';
-import { ERROR_CODES, ERROR_REGISTRY, type ErrorCode } from '../errors';
 import {
-  adminAccountsQuery,
-  adminAccountsResponse,
-  adminStatsResponse,
-  createLinkTokenBody,
-  createLinkTokenResponse,
-  exchangePublicTokenBody,
-  exchangePublicTokenResponse,
-  problemSchema,
-  removeAccountBody,
-  removeAccountResponse,
-  removeInstitutionBody,
-  removeInstitutionResponse,
-  z,
-} from './schemas';
-import { retryDeadRemovalsBody, retryDeadRemovalsResponse } from './routes/admin-removals';
+  OpenAPIRegistry,
+  OpenApiGeneratorV31,
+  type ResponseConfig,
+  type RouteConfig,
+} from '@asteasolutions/zod-to-openapi';
+import { ERROR_REGISTRY, type ErrorCode } from '../errors';
+import { TAGS, errorCodesOf, type Endpoint, type Tag } from './endpoint';
+import { problemSchema, z } from './schemas';
 
-type ProblemStatus = (typeof ERROR_REGISTRY)[ErrorCode]['status'];
+type HeaderObject = { description: string; required: boolean; schema: Record<string, unknown> };
 
-/** Each status lists the codes the registry gives it, so the document cannot drift from the handler. */
-function describeStatus(status: ProblemStatus): string {
-  return ERROR_CODES.filter((code) => ERROR_REGISTRY[code].status === status)
-    .map((code) => `${code}: ${ERROR_REGISTRY[code].description}`)
-    .join(' ');
+const seconds = { type: 'integer', format: 'int32', minimum: 0, maximum: 86_400 };
+const requests = { type: 'integer', format: 'int32', minimum: 0, maximum: 2_147_483_647 };
+
+/** The IETF draft's RateLimit fields, as the service sends them (one header each). */
+const rateLimitHeaders = (required: boolean, when: string): Record<string, HeaderObject> => ({
+  'RateLimit-Limit': {
+    description: `How many requests the limit allows per minute${when}.`,
+    required,
+    schema: requests,
+  },
+  'RateLimit-Remaining': {
+    description: `How many of them are left in this minute${when}.`,
+    required,
+    schema: requests,
+  },
+  'RateLimit-Reset': {
+    description: `Seconds until the limit resets${when}.`,
+    required,
+    schema: seconds,
+  },
+});
+
+/** Codes whose problems carry `Retry-After`, and the one that carries the RateLimit headers. */
+const SENDS_RETRY_AFTER: readonly ErrorCode[] = [
+  'EXCHANGE_IN_PROGRESS',
+  'RATE_LIMITED',
+  'PROVIDER_RATE_LIMITED',
+  'DATABASE_UNAVAILABLE',
+  'PROVIDER_UNAVAILABLE',
+  'EXPORT_CAPACITY_REACHED',
+];
+const SENDS_RATE_LIMIT: ErrorCode = 'RATE_LIMITED';
+
+/** The headers of one status's problems, required when every code of that status sends them. */
+function problemHeaders(codes: ErrorCode[]): Record<string, HeaderObject> | undefined {
+  const headers: Record<string, HeaderObject> = {};
+  const retrying = codes.filter((code) => SENDS_RETRY_AFTER.includes(code));
+  if (retrying.length > 0) {
+    const all = retrying.length === codes.length;
+    headers['Retry-After'] = {
+      description: `Seconds to wait before retrying${all ? '' : ` (with ${retrying.join(', ')})`}.`,
+      required: all,
+      schema: seconds,
+    };
+  }
+  if (codes.includes(SENDS_RATE_LIMIT)) {
+    const all = codes.length === 1;
+    Object.assign(headers, rateLimitHeaders(all, all ? '' : ` (with ${SENDS_RATE_LIMIT})`));
+  }
+  return Object.keys(headers).length > 0 ? headers : undefined;
 }
 
-const problems = (...statuses: ProblemStatus[]) =>
-  Object.fromEntries(
-    statuses.map((status) => [
+/** One response per status, naming each code the endpoint can answer with it. */
+function problemResponses(endpoint: Endpoint): Record<number, ResponseConfig> {
+  const byStatus = new Map<number, ErrorCode[]>();
+  for (const code of errorCodesOf(endpoint)) {
+    const { status } = ERROR_REGISTRY[code];
+    byStatus.set(status, [...(byStatus.get(status) ?? []), code]);
+  }
+  return Object.fromEntries(
+    [...byStatus].map(([status, codes]) => [
       status,
       {
-        description: describeStatus(status),
-        content: { 'application/problem+json': { schema: problemSchema } },
+        description: codes.map((code) => `${code}: ${ERROR_REGISTRY[code].description}`).join(' '),
+        headers: problemHeaders(codes),
+        content: {
+          'application/problem+json': {
+            schema: problemSchema.extend({ code: z.enum(codes as [ErrorCode, ...ErrorCode[]]) }),
+          },
+        },
       },
     ]),
   );
+}
 
-const COMMON: ProblemStatus[] = [400, 401, 403, 405, 413, 415, 429, 500, 503];
+const SECURITY: Record<Endpoint['access'], Record<string, string[]>[] | undefined> = {
+  anyone: [],
+  'any-secret': undefined, // the document's default: either secret
+  internal: [{ internalSecret: [] }],
+  admin: [{ adminSecret: [] }],
+};
 
-export function buildOpenApiDocument(): Record<string, unknown> {
-  const registry = new OpenAPIRegistry();
-  registry.registerComponent('securitySchemes', 'internalSecret', {
-    type: 'apiKey',
-    in: 'header',
-    name: 'X-Internal-Secret',
-  });
-  const json = <T extends z.ZodType>(schema: T) => ({ content: { 'application/json': { schema } } });
-  const post = (
-    path: string,
-    summary: string,
-    body: z.ZodType,
-    response: z.ZodType,
-    extra: ProblemStatus[],
-  ) =>
-    registry.registerPath({
-      method: 'post',
-      path,
-      summary,
-      request: { body: { required: true, ...json(body) } },
-      responses: { 200: { description: 'OK', ...json(response) }, ...problems(...COMMON, ...extra) },
-    });
-
-  post(
-    '/create-link-token',
-    'Start Plaid Link for a user',
-    createLinkTokenBody,
-    createLinkTokenResponse,
-    [404, 409, 502, 504],
-  );
-  post(
-    '/exchange-public-token',
-    "Store a user's new connection and return its accounts",
-    exchangePublicTokenBody,
-    exchangePublicTokenResponse,
-    [404, 409, 502, 504],
-  );
-  post(
-    '/remove-account',
-    'Remove one account (and its connection when it was the last)',
-    removeAccountBody,
-    removeAccountResponse,
-    [404],
-  );
-  post(
-    '/remove-institution',
-    'Remove a connection with all its accounts',
-    removeInstitutionBody,
-    removeInstitutionResponse,
-    [404],
-  );
-
-  registry.registerPath({
-    method: 'get',
-    path: '/admin/accounts',
-    summary: 'List connected accounts (JSON pages, or NDJSON/CSV export by Accept header)',
-    request: { query: adminAccountsQuery },
+function routeOf(endpoint: Endpoint): RouteConfig {
+  const { response, body, query } = endpoint;
+  const security = SECURITY[endpoint.access];
+  return {
+    method: endpoint.method,
+    path: endpoint.path,
+    operationId: endpoint.operationId,
+    tags: [...endpoint.tags],
+    summary: endpoint.summary,
+    description: endpoint.description,
+    ...(security ? { security } : {}),
+    request: {
+      ...(body
+        ? {
+            body: {
+              required: body.required,
+              content: { 'application/json': { schema: body.schema, examples: body.examples } },
+            },
+          }
+        : {}),
+      ...(query ? { query: query.schema as z.ZodObject } : {}),
+    },
     responses: {
       200: {
-        description: 'A page of accounts, or every matching account as NDJSON or CSV',
+        description: response.description,
+        headers:
+          // The admin limiter runs before the handler and counts every request it lets through.
+          endpoint.rateLimit === 'per-admin-secret'
+            ? rateLimitHeaders(true, ' for this admin secret')
+            : undefined,
         content: {
-          'application/json': { schema: adminAccountsResponse },
-          'application/x-ndjson': { schema: z.string() },
-          'text/csv': { schema: z.string() },
+          'application/json': { schema: response.schema },
+          ...response.alternatives,
         },
       },
-      ...problems(400, 401, 403, 405, 429, 500, 503),
+      ...problemResponses(endpoint),
     },
-  });
-  registry.registerPath({
-    method: 'get',
-    path: '/admin/stats',
-    summary: 'System-wide statistics',
-    responses: {
-      200: { description: 'Statistics', ...json(adminStatsResponse) },
-      ...problems(401, 403, 405, 429, 500, 503),
-    },
-  });
-  registry.registerPath({
-    method: 'post',
-    path: '/admin/removals/retry-dead',
-    summary:
-      'Hand dead Item removals back to the worker (all, or those of `ids`), with a fresh retry horizon',
-    request: { body: { required: false, ...json(retryDeadRemovalsBody) } },
-    responses: {
-      200: { description: 'How many dead removals are pending again', ...json(retryDeadRemovalsResponse) },
-      ...problems(400, 401, 403, 405, 413, 415, 429, 500, 503),
-    },
-  });
-  registry.registerPath({
-    method: 'get',
-    path: '/openapi.json',
-    summary: 'This document',
-    responses: {
-      200: {
-        description: 'OpenAPI 3.1 document',
-        content: { 'application/json': { schema: z.object({}).passthrough() } },
-      },
-      ...problems(401),
-    },
-  });
-  const health = z.object({ status: z.string() });
-  for (const path of ['/healthz', '/readyz']) {
-    registry.registerPath({
-      method: 'get',
-      path,
-      summary: path === '/healthz' ? 'The process is alive' : 'The database answers',
-      security: [],
-      responses: { 200: { description: 'OK', ...json(health) }, ...problems(503) },
-    });
-  }
+  };
+}
 
+export type OpenApiDocument = { openapi: '3.1.0' } & Record<string, unknown>;
+
+/** The OpenAPI 3.1 document of `endpoints`, from their declarations alone. */
+export function buildOpenApiDocument(endpoints: readonly Endpoint[]): OpenApiDocument {
+  const registry = new OpenAPIRegistry();
+  const secret = (who: string) => ({
+    type: 'apiKey' as const,
+    in: 'header' as const,
+    name: 'X-Internal-Secret',
+    description: `${who}. Compared in constant time against every configured secret.`,
+  });
+  registry.registerComponent(
+    'securitySchemes',
+    'internalSecret',
+    secret("The website's secret: a value of INTERNAL_SECRET; it may call the account endpoints"),
+  );
+  registry.registerComponent(
+    'securitySchemes',
+    'adminSecret',
+    secret("An operator's secret: a value of ADMIN_SECRET; it may call /admin endpoints"),
+  );
+  for (const endpoint of endpoints) registry.registerPath(routeOf(endpoint));
+
+  const used = new Set<Tag>(endpoints.flatMap((endpoint) => endpoint.tags));
   return new OpenApiGeneratorV31(registry.definitions).generateDocument({
     openapi: '3.1.0',
     info: {
       title: 'Account connection service',
       version: '1',
       description: 'Connects users’ bank accounts through Plaid for the operator’s website.',
+      license: { name: 'UNLICENSED' },
     },
-    security: [{ internalSecret: [] }],
-  }) as unknown as Record<string, unknown>;
+    servers: [
+      {
+        url: '/',
+        description: 'The instance serving this document (local, staging or production alike).',
+        'x-internal': true,
+      },
+    ],
+    tags: (Object.keys(TAGS) as Tag[])
+      .filter((tag) => used.has(tag))
+      .map((tag) => ({ name: tag, description: TAGS[tag] })),
+    security: [{ internalSecret: [] }, { adminSecret: [] }],
+  }) as unknown as OpenApiDocument;
 }

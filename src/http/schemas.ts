@@ -1,11 +1,24 @@
 import { extendZodWithOpenApi } from '@asteasolutions/zod-to-openapi';
 import { z } from 'zod';
+import { ERROR_CODES, ERROR_REGISTRY } from '../errors';
 
 extendZodWithOpenApi(z);
 
 export { z };
 
 const MAX_ID_LENGTH = 256;
+/** Plaid's names, as the provider accepts them. */
+const MAX_NAME_LENGTH = 512;
+const MAX_MASK_LENGTH = 32;
+const MAX_TYPE_LENGTH = 64;
+/** An ISO 8601 timestamp, as toISOString writes it (24 characters; 27 past the year 9999). */
+const MAX_TIMESTAMP_LENGTH = 32;
+/** Counts come from `count(*)::int`: at most a 32-bit integer. */
+const MAX_INT32 = 2_147_483_647;
+/** The most entries a stats list carries; each is ordered by accounts, largest first. */
+export const MAX_STATS_ENTRIES = 1_000;
+/** The longest access or public token the patterns below accept: "access-production-" and 128. */
+const MAX_TOKEN_LENGTH = 146;
 
 // PostgreSQL text cannot hold NUL, and no id or name has any business carrying control characters.
 // eslint-disable-next-line no-control-regex -- matching control characters is the point
@@ -31,16 +44,21 @@ const identifier = (description: string) =>
     .refine(...printable)
     .openapi({ description });
 
+/** What the service sends: bounded by what the provider and the database accept. */
+const wireText = (maxLength: number) => z.string().max(maxLength);
+const wireTimestamp = () => z.string().max(MAX_TIMESTAMP_LENGTH).openapi({ format: 'date-time' });
+export const count = () => z.number().int().min(0).max(MAX_INT32).openapi({ format: 'int32' });
+
 // Plaid says not to parse its identifiers, so only the documented `<type>-<environment>-` shape is checked.
 export const publicTokenSchema = z
   .string()
   .regex(/^public-(sandbox|production)-[A-Za-z0-9-]{8,128}$/, 'must look like a Plaid public token')
-  .openapi({ example: 'public-sandbox-5c0d2a4e-1f3b-4b8e-a6d2-9e7f0c1b2a33' });
+  .openapi({ maxLength: MAX_TOKEN_LENGTH, example: 'public-sandbox-5c0d2a4e-1f3b-4b8e-a6d2-9e7f0c1b2a33' });
 
 export const accessTokenSchema = z
   .string()
   .regex(/^access-(sandbox|production)-[A-Za-z0-9-]{8,128}$/, 'must look like a Plaid access token')
-  .openapi({ example: 'access-sandbox-8d7e6f5a-4b3c-4d2e-8f1a-0b9c8d7e6f5a' });
+  .openapi({ maxLength: MAX_TOKEN_LENGTH, example: 'access-sandbox-8d7e6f5a-4b3c-4d2e-8f1a-0b9c8d7e6f5a' });
 
 const subscriptionUserId = identifier("The website's id for the user; Plaid's user.client_user_id.");
 const appName = identifier('The app name shown in Plaid Link (client_name).');
@@ -56,7 +74,13 @@ export const createLinkTokenBody = z
   .openapi('CreateLinkTokenRequest');
 
 export const createLinkTokenResponse = z
-  .object({ link_token: z.string(), expiration: z.string().openapi({ format: 'date-time' }) })
+  .object({
+    link_token: wireText(MAX_ID_LENGTH).openapi({
+      pattern: '^link-[a-z]+-[A-Za-z0-9-]+$',
+      description: "Plaid's link token, for Plaid Link on the website.",
+    }),
+    expiration: wireTimestamp(),
+  })
   .openapi('CreateLinkTokenResponse');
 
 const nullableLinkText = text(MAX_ID_LENGTH).nullish();
@@ -84,20 +108,28 @@ export const exchangePublicTokenBody = z
 
 export const connectedAccountSchema = z
   .object({
-    provider_account_id: z.string(),
-    name: z.string(),
-    official_name: z.string().nullable(),
-    mask: z.string().nullable(),
-    type: z.string(),
-    subtype: z.string().nullable(),
-    institution_id: z.string(),
-    institution_name: z.string(),
-    access_token: z.string().openapi({ description: 'Keep it server-side; needed for /remove-institution.' }),
+    provider_account_id: wireText(MAX_ID_LENGTH),
+    name: wireText(MAX_NAME_LENGTH),
+    official_name: wireText(MAX_NAME_LENGTH).nullable(),
+    mask: wireText(MAX_MASK_LENGTH).nullable(),
+    type: wireText(MAX_TYPE_LENGTH),
+    subtype: wireText(MAX_TYPE_LENGTH).nullable(),
+    institution_id: wireText(MAX_ID_LENGTH).openapi({ description: "Plaid's institution id (`ins_…`)." }),
+    institution_name: wireText(MAX_NAME_LENGTH),
+    access_token: wireText(MAX_ID_LENGTH).openapi({
+      pattern: '^access-[a-z]+-[A-Za-z0-9-]+$',
+      description: 'Keep it server-side; needed for /remove-institution.',
+    }),
   })
   .openapi('ConnectedAccount');
 
 export const exchangePublicTokenResponse = z
-  .object({ accounts: z.array(connectedAccountSchema) })
+  .object({
+    accounts: z
+      .array(connectedAccountSchema)
+      .max(100)
+      .openapi({ description: 'The connection’s accounts; Plaid sends at most 100 per Item.' }),
+  })
   .openapi('ExchangePublicTokenResponse');
 
 export const removeAccountBody = z
@@ -116,25 +148,47 @@ export const removeInstitutionBody = z
   .openapi('RemoveInstitutionRequest');
 
 export const removeInstitutionResponse = z
-  .object({ success: z.literal(true), accounts_removed: z.number().int() })
+  .object({ success: z.literal(true), accounts_removed: count() })
   .openapi('RemoveInstitutionResponse');
+
+/** A problem names at most this many fields; each name and message is cut to these lengths. */
+export const FIELD_ERROR_LIMITS = { count: 100, field: 1_024, message: 512 } as const;
+export const MAX_DETAIL_LENGTH = 1_024;
+
+const problemType = (code: string) =>
+  `urn:account-connection:problem:${code.toLowerCase().replace(/_/g, '-')}`;
 
 export const problemSchema = z
   .object({
-    type: z.string(),
-    title: z.string(),
-    status: z.number().int(),
-    detail: z.string(),
-    code: z.string().openapi({ description: 'Stable, machine-readable error code.' }),
-    request_id: z.string(),
-    errors: z.array(z.object({ field: z.string(), message: z.string() })).optional(),
+    type: z.enum(ERROR_CODES.map(problemType) as [string, ...string[]]),
+    title: z.enum([...new Set(ERROR_CODES.map((code) => ERROR_REGISTRY[code].title))] as [
+      string,
+      ...string[],
+    ]),
+    status: z.number().int().min(400).max(599).openapi({ format: 'int32' }),
+    detail: wireText(MAX_DETAIL_LENGTH).openapi({ description: 'What went wrong this time, for people.' }),
+    code: z.enum(ERROR_CODES).openapi({ description: 'Stable, machine-readable error code.' }),
+    request_id: wireText(128).openapi({ description: 'The X-Request-Id of the request.' }),
+    errors: z
+      .array(
+        z.object({
+          field: wireText(FIELD_ERROR_LIMITS.field),
+          message: wireText(FIELD_ERROR_LIMITS.message),
+        }),
+      )
+      .max(FIELD_ERROR_LIMITS.count)
+      .optional()
+      .openapi({ description: 'With VALIDATION_FAILED: each invalid field.' }),
   })
   .openapi('Problem');
+
+/** The `type` of a problem: a URN made from its code. */
+export { problemType };
 
 const isoDateTime = z.iso
   .datetime({ offset: true })
   .transform((value) => new Date(value))
-  .openapi({ type: 'string', format: 'date-time' });
+  .openapi({ type: 'string', format: 'date-time', maxLength: MAX_TIMESTAMP_LENGTH });
 
 export const adminAccountsQuery = z
   .object({
@@ -144,70 +198,91 @@ export const adminAccountsQuery = z
       .min(1)
       .max(1000)
       .default(100)
-      .openapi({ description: 'Page size, at most 1000.' }),
-    cursor: z.string().max(64).optional().openapi({ description: 'next_cursor of the previous page.' }),
-    subscription_user_id: text(MAX_ID_LENGTH, 1).optional(),
-    institution_id: text(MAX_ID_LENGTH, 1).optional(),
-    app_name: text(MAX_ID_LENGTH, 1).optional(),
-    type: text(64, 1).optional(),
-    created_after: isoDateTime.optional(),
-    created_before: isoDateTime.optional(),
+      .openapi({ description: 'Page size, at most 1000.', format: 'int32', example: 500 }),
+    cursor: z.string().max(64).optional().openapi({
+      description: 'next_cursor of the previous page.',
+      example: 'AAAAAAAAAHs2ANuNjizmNLjteQ09tR3j',
+    }),
+    subscription_user_id: text(MAX_ID_LENGTH, 1).optional().openapi({ example: 'user-42' }),
+    institution_id: text(MAX_ID_LENGTH, 1).optional().openapi({ example: 'ins_109508' }),
+    app_name: text(MAX_ID_LENGTH, 1).optional().openapi({ example: 'Budget App' }),
+    type: text(64, 1).optional().openapi({ example: 'credit' }),
+    created_after: isoDateTime
+      .optional()
+      .openapi({ description: 'Inclusive.', example: '2026-11-01T00:00:00Z' }),
+    created_before: isoDateTime
+      .optional()
+      .openapi({ description: 'Exclusive.', example: '2026-12-01T00:00:00Z' }),
   })
   .strict();
 
 export const adminAccountSchema = z
   .object({
-    provider_account_id: z.string(),
-    subscription_user_id: z.string(),
-    app_name: z.string(),
-    institution_id: z.string(),
-    institution_name: z.string(),
-    name: z.string(),
-    mask: z.string().nullable(),
-    type: z.string(),
-    subtype: z.string().nullable(),
-    created_at: z.string().openapi({ format: 'date-time' }),
+    provider_account_id: wireText(MAX_ID_LENGTH),
+    subscription_user_id: wireText(MAX_ID_LENGTH),
+    app_name: wireText(MAX_ID_LENGTH),
+    institution_id: wireText(MAX_ID_LENGTH),
+    institution_name: wireText(MAX_NAME_LENGTH),
+    name: wireText(MAX_NAME_LENGTH),
+    mask: wireText(MAX_MASK_LENGTH).nullable(),
+    type: wireText(MAX_TYPE_LENGTH),
+    subtype: wireText(MAX_TYPE_LENGTH).nullable(),
+    created_at: wireTimestamp(),
   })
   .openapi('AdminAccount');
 
 export const adminAccountsResponse = z
-  .object({ accounts: z.array(adminAccountSchema), next_cursor: z.string().nullable() })
+  .object({
+    accounts: z.array(adminAccountSchema).max(1000),
+    next_cursor: wireText(32)
+      .nullable()
+      .openapi({ pattern: '^[A-Za-z0-9_-]{32}$', description: 'Null on the last page.' }),
+  })
   .openapi('AdminAccountsPage');
 
 const activityCounts = z.object({
-  link_token_created: z.number().int(),
-  exchange_completed: z.number().int(),
-  duplicate_refused: z.number().int(),
-  account_removed: z.number().int(),
-  institution_removed: z.number().int(),
-  provider_error: z.number().int(),
+  link_token_created: count(),
+  exchange_completed: count(),
+  duplicate_refused: count(),
+  account_removed: count(),
+  institution_removed: count(),
+  provider_error: count(),
 });
-const window = z.object({ from: z.string(), to: z.string() });
+const window = z.object({ from: wireTimestamp(), to: wireTimestamp() });
+const statsList = <T extends z.ZodType>(entry: T, description: string) =>
+  z.array(entry).max(MAX_STATS_ENTRIES).openapi({ description });
 
 export const adminStatsResponse = z
   .object({
-    generated_at: z.string().openapi({ format: 'date-time' }),
-    users: z.number().int().openapi({ description: 'Users with at least one active connection.' }),
-    institutions: z.number().int().openapi({ description: 'Active connections (Plaid Items).' }),
-    accounts: z.number().int().openapi({ description: 'Active accounts.' }),
-    by_app_name: z.array(
+    generated_at: wireTimestamp(),
+    users: count().openapi({ description: 'Users with at least one active connection.' }),
+    institutions: count().openapi({ description: 'Active connections (Plaid Items).' }),
+    accounts: count().openapi({ description: 'Active accounts.' }),
+    by_app_name: statsList(
       z.object({
-        app_name: z.string(),
-        users: z.number().int(),
-        institutions: z.number().int(),
-        accounts: z.number().int(),
+        app_name: wireText(MAX_ID_LENGTH),
+        users: count(),
+        institutions: count(),
+        accounts: count(),
       }),
+      `Per app name, most accounts first; at most ${MAX_STATS_ENTRIES}.`,
     ),
-    top_institutions: z.array(
+    top_institutions: statsList(
       z.object({
-        institution_id: z.string(),
-        institution_name: z.string(),
-        institutions: z.number().int(),
-        accounts: z.number().int(),
+        institution_id: wireText(MAX_ID_LENGTH),
+        institution_name: wireText(MAX_NAME_LENGTH),
+        institutions: count(),
+        accounts: count(),
       }),
+      'The institutions with the most connections (10).',
     ),
-    by_account_type: z.array(
-      z.object({ type: z.string(), subtype: z.string().nullable(), accounts: z.number().int() }),
+    by_account_type: statsList(
+      z.object({
+        type: wireText(MAX_TYPE_LENGTH),
+        subtype: wireText(MAX_TYPE_LENGTH).nullable(),
+        accounts: count(),
+      }),
+      `Per account type and subtype, most accounts first; at most ${MAX_STATS_ENTRIES}.`,
     ),
     activity: z.object({
       windows: z.object({ last_24h: window, last_7d: window, last_30d: window }),
@@ -216,11 +291,8 @@ export const adminStatsResponse = z
       last_30d: activityCounts,
     }),
     provider_removals: z.object({
-      pending: z
-        .number()
-        .int()
-        .openapi({ description: 'Item removals still being retried at the provider.' }),
-      dead: z.number().int().openapi({ description: 'Item removals that gave up; they need a person.' }),
+      pending: count().openapi({ description: 'Item removals still being retried at the provider.' }),
+      dead: count().openapi({ description: 'Item removals that gave up; they need a person.' }),
     }),
   })
   .openapi('AdminStats');

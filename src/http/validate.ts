@@ -1,5 +1,6 @@
 import type { z } from 'zod';
 import { validationFailed, type FieldError } from '../errors';
+import { FIELD_ERROR_LIMITS } from './schemas';
 
 function fieldErrorsOf(issue: z.core.$ZodIssue, where: 'body' | 'query'): FieldError[] {
   const prefix = issue.path.length > 0 ? `${issue.path.join('.')}.` : '';
@@ -48,6 +49,17 @@ function illFormedFields(input: unknown, where: 'body' | 'query'): FieldError[] 
   return errors.reverse();
 }
 
+const cut = (value: string, length: number) =>
+  value.length > length ? `${value.slice(0, length - 1)}…` : value;
+
+/** As many as the problem promises to carry: a hostile 16 kB body can hold thousands of bad fields. */
+function bounded(errors: FieldError[]): FieldError[] {
+  return errors.slice(0, FIELD_ERROR_LIMITS.count).map(({ field, message }) => ({
+    field: cut(field, FIELD_ERROR_LIMITS.field),
+    message: cut(message, FIELD_ERROR_LIMITS.message),
+  }));
+}
+
 /** Parses input with a route's schema; bad fields are each named in the problem. */
 export function parseInput<T extends z.ZodType>(
   schema: T,
@@ -63,5 +75,8 @@ export function parseInput<T extends z.ZodType>(
     : result.error.issues
         .flatMap((issue) => fieldErrorsOf(issue, where))
         .filter((error) => !reported.has(error.field));
-  throw validationFailed([...illFormed, ...schemaErrors], `The request ${where} has invalid fields.`);
+  throw validationFailed(
+    bounded([...illFormed, ...schemaErrors]),
+    `The request ${where} has invalid fields.`,
+  );
 }

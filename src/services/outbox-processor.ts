@@ -78,6 +78,11 @@ export class OutboxProcessor {
     private readonly settings: OutboxSettings,
   ) {}
 
+  /** Dead removals (all, or those of `ids`) back to pending; see retryDeadRemovals. */
+  async retryDead(ids?: string[]): Promise<number> {
+    return retryDeadRemovals(this.pool, this.logger, ids);
+  }
+
   /**
    * Attempts one row right away (after its commit) and waits for it at most `waitMs`: a slow provider
    * must not hold the caller, whose removal has already committed. Failures are left to the loop.

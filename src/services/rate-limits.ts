@@ -81,6 +81,7 @@ export class RateLimits {
       throw tooManyRequests(
         retryAfterSeconds(rejection),
         `At most ${this.perMinute[action]} ${DESCRIPTIONS[action]} per minute are allowed for one subscription_user_id.`,
+        this.perMinute[action],
       );
     }
     if (!this.total) return;
@@ -95,6 +96,7 @@ export class RateLimits {
         retryAfterSeconds(rejection),
         `The service-wide limit of ${this.totalPerMinute} ${DESCRIPTIONS[action]} per minute, across all users, ` +
           'is reached; try again after Retry-After seconds.',
+        this.totalPerMinute,
       );
     }
   }

@@ -1,7 +1,7 @@
 import type { NextFunction, Request, Response } from 'express';
-import { AppError, ERROR_REGISTRY, databaseUnavailable } from '../../errors';
-import { isDatabaseUnavailableError } from '../../db/pool';
+import { AppError, ERROR_REGISTRY, type RateLimitState } from '../../errors';
 import type { Logger } from '../../logger';
+import { MAX_DETAIL_LENGTH, problemType } from '../schemas';
 
 export const PROBLEM_CONTENT_TYPE = 'application/problem+json';
 
@@ -35,7 +35,6 @@ export function toAppError(error: unknown): AppError {
   if (error instanceof AppError) return error;
   const type = (error as { type?: unknown })?.type;
   if (typeof type === 'string' && BODY_PARSER_ERRORS[type]) return BODY_PARSER_ERRORS[type]();
-  if (isDatabaseUnavailableError(error)) return databaseUnavailable(error);
   const status = (error as { status?: unknown })?.status;
   if (typeof status === 'number' && status >= 400 && status < 500) {
     return new AppError('BAD_REQUEST', { detail: 'The request could not be read.' });
@@ -48,18 +47,30 @@ export function statusOf(error: AppError): number {
   return ERROR_REGISTRY[error.code].status;
 }
 
+/** The IETF draft's RateLimit fields, one header each: the limit, what is left of it, seconds to reset. */
+export function setRateLimitHeaders(res: Response, state: RateLimitState): void {
+  res.setHeader('RateLimit-Limit', String(state.limit));
+  res.setHeader('RateLimit-Remaining', String(state.remaining));
+  res.setHeader('RateLimit-Reset', String(state.resetSeconds));
+}
+
 export function sendProblem(res: Response, error: AppError, requestId: string): void {
   for (const [name, value] of Object.entries(error.headers)) res.setHeader(name, value);
   if (error.retryAfterSeconds !== undefined) res.setHeader('Retry-After', String(error.retryAfterSeconds));
+  if (error.rateLimit) setRateLimitHeaders(res, error.rateLimit);
+  const detail =
+    error.detail.length > MAX_DETAIL_LENGTH
+      ? `${error.detail.slice(0, MAX_DETAIL_LENGTH - 1)}…`
+      : error.detail;
   res
     .status(statusOf(error))
     .type(PROBLEM_CONTENT_TYPE)
     .send(
       JSON.stringify({
-        type: `urn:account-connection:problem:${error.code.toLowerCase().replace(/_/g, '-')}`,
+        type: problemType(error.code),
         title: error.title,
         status: statusOf(error),
-        detail: error.detail,
+        detail,
         code: error.code,
         request_id: requestId,
         ...(error.errors ? { errors: error.errors } : {}),
@@ -68,7 +79,8 @@ export function sendProblem(res: Response, error: AppError, requestId: string): 
 }
 
 export function notFoundHandler(req: Request, _res: Response, next: NextFunction): void {
-  next(new AppError('NOT_FOUND', { detail: `There is no ${req.method} ${req.path} here.` }));
+  const path = req.path.length > 200 ? `${req.path.slice(0, 200)}…` : req.path;
+  next(new AppError('NOT_FOUND', { detail: `There is no ${req.method} ${path} here.` }));
 }
 
 /** The only place that writes an error response. */

@@ -1,9 +1,14 @@
 import { Transform, pipeline } from 'node:stream';
-import { Router, type Request, type Response } from 'express';
+import type { Request, Response } from 'express';
 import type { AccountFilters, AdminAccount, AdminService } from '../../services/admin';
-import { methodNotAllowed } from '../middleware/require-json';
-import { adminAccountsQuery } from '../schemas';
-import { parseInput } from '../validate';
+import { RESPONDED, defineEndpoint } from '../endpoint';
+import {
+  MAX_STATS_ENTRIES,
+  adminAccountsQuery,
+  adminAccountsResponse,
+  adminStatsResponse,
+  type z,
+} from '../schemas';
 
 const CSV_COLUMNS = [
   'provider_account_id',
@@ -80,33 +85,84 @@ async function streamExport(
   });
 }
 
-export function adminRoutes(admin: AdminService, clock: () => Date): Router {
-  const router = Router();
-  router
-    .route('/accounts')
-    .get(async (req, res) => {
-      const query = parseInput(adminAccountsQuery, req.query, 'query');
-      const filters: AccountFilters = {
-        subscriptionUserId: query.subscription_user_id,
-        institutionId: query.institution_id,
-        appName: query.app_name,
-        type: query.type,
-        createdAfter: query.created_after,
-        createdBefore: query.created_before,
-      };
-      const format = req.accepts(['application/json', 'application/x-ndjson', 'text/csv']);
-      if (format === 'application/x-ndjson' || format === 'text/csv') {
-        await streamExport(admin, filters, format, req, res);
-        return;
-      }
-      res.json(await admin.listAccounts(filters, query.cursor, query.limit));
-    })
-    .all(methodNotAllowed('GET'));
-  router
-    .route('/stats')
-    .get(async (_req, res) => {
-      res.json(await admin.stats(clock()));
-    })
-    .all(methodNotAllowed('GET'));
-  return router;
-}
+const EXAMPLE_ACCOUNT: AdminAccount = {
+  provider_account_id: 'BxBXxLj1m4HMXBm9WZZmCWVbPjX16EHwv99vp',
+  subscription_user_id: 'user-42',
+  app_name: 'Budget App',
+  institution_id: 'ins_109508',
+  institution_name: 'First Platypus Bank',
+  name: 'Plaid Checking',
+  mask: '0000',
+  type: 'depository',
+  subtype: 'checking',
+  created_at: '2026-11-22T02:13:13.177Z',
+};
+
+export const listAdminAccounts = defineEndpoint({
+  operationId: 'listAdminAccounts',
+  method: 'get',
+  path: '/admin/accounts',
+  access: 'admin',
+  tags: ['Admin'],
+  summary: 'List connected accounts (JSON pages, or NDJSON/CSV export by Accept header)',
+  description:
+    'Every connected account, newest last, in keyset pages of `limit`; `next_cursor` (signed by the ' +
+    'service) fetches the next page and is `null` on the last. Never a token. With ' +
+    '`Accept: application/x-ndjson` or `Accept: text/csv`, every matching account is streamed instead; ' +
+    'at most `ADMIN_EXPORT_CONCURRENCY` exports run at once (`503 EXPORT_CAPACITY_REACHED` beyond), and ' +
+    'an export whose client takes no bytes for `ADMIN_EXPORT_STALL_TIMEOUT_MS` is cut short.',
+  query: { schema: adminAccountsQuery },
+  response: {
+    description:
+      'A page of accounts; or, by `Accept`, every matching account as NDJSON (one AdminAccount per line) ' +
+      'or as CSV (a header line, then one line per account).',
+    schema: adminAccountsResponse,
+    alternatives: {
+      'application/x-ndjson': { example: `${JSON.stringify(EXAMPLE_ACCOUNT)}\n` },
+      'text/csv': { example: `${CSV_COLUMNS.join(',')}\n${formats['text/csv'](EXAMPLE_ACCOUNT)}` },
+    },
+  },
+  errors: ['EXPORT_CAPACITY_REACHED', 'DATABASE_UNAVAILABLE'],
+  rateLimit: 'per-admin-secret',
+  handle: async ({ query }, { services, req, res }) => {
+    const filters: AccountFilters = {
+      subscriptionUserId: query.subscription_user_id,
+      institutionId: query.institution_id,
+      appName: query.app_name,
+      type: query.type,
+      createdAfter: query.created_after,
+      createdBefore: query.created_before,
+    };
+    const format = req.accepts(['application/json', 'application/x-ndjson', 'text/csv']);
+    if (format === 'application/x-ndjson' || format === 'text/csv') {
+      await streamExport(services.admin, filters, format, req, res);
+      return RESPONDED;
+    }
+    return services.admin.listAccounts(filters, query.cursor, query.limit);
+  },
+});
+
+export const getAdminStats = defineEndpoint({
+  operationId: 'getAdminStats',
+  method: 'get',
+  path: '/admin/stats',
+  access: 'admin',
+  tags: ['Admin'],
+  summary: 'System-wide statistics',
+  description:
+    'Users, connections and accounts, per app name, institution and account type; activity over the ' +
+    'last 24 hours, 7 and 30 days; removals still pending at Plaid, or dead. Every figure comes from ' +
+    'one snapshot.',
+  response: { description: 'Statistics', schema: adminStatsResponse },
+  errors: ['DATABASE_UNAVAILABLE'],
+  rateLimit: 'per-admin-secret',
+  handle: async (_input, { services }) => {
+    // The service still builds this shape itself, its windows and event kinds as loose records.
+    const stats = (await services.admin.stats(services.clock())) as z.input<typeof adminStatsResponse>;
+    return {
+      ...stats,
+      by_app_name: stats.by_app_name.slice(0, MAX_STATS_ENTRIES),
+      by_account_type: stats.by_account_type.slice(0, MAX_STATS_ENTRIES),
+    };
+  },
+});

@@ -1,41 +1,47 @@
-import { Router } from 'express';
-import type { Pool } from 'pg';
 import { AppError, databaseUnavailable } from '../../errors';
-import { methodNotAllowed } from '../middleware/require-json';
+import { defineEndpoint } from '../endpoint';
+import { z } from '../schemas';
 
 const READINESS_TIMEOUT_MS = 1_000;
 
-/** Liveness never looks outside the process; readiness asks the database, never the provider. */
-export function healthRoutes(pool: Pool, isShuttingDown: () => boolean): Router {
-  const router = Router();
-  router
-    .route('/healthz')
-    .get((_req, res) => {
-      res.json({ status: 'ok' });
-    })
-    .all(methodNotAllowed('GET'));
-  router
-    .route('/readyz')
-    .get(async (_req, res) => {
-      if (isShuttingDown()) {
-        throw new AppError('SHUTTING_DOWN', {
-          detail: 'This instance is shutting down.',
-        });
-      }
-      let timer: NodeJS.Timeout | undefined;
-      const answered = await Promise.race([
-        pool.query('SELECT 1').then(
-          () => true,
-          () => false,
-        ),
-        new Promise<boolean>((resolve) => {
-          timer = setTimeout(() => resolve(false), READINESS_TIMEOUT_MS);
-        }),
-      ]);
-      clearTimeout(timer);
-      if (!answered) throw databaseUnavailable();
-      res.json({ status: 'ready' });
-    })
-    .all(methodNotAllowed('GET'));
-  return router;
-}
+const livenessResponse = z.object({ status: z.literal('ok') }).openapi('Liveness');
+const readinessResponse = z.object({ status: z.literal('ready') }).openapi('Readiness');
+
+/** Liveness never looks outside the process. */
+export const checkLiveness = defineEndpoint({
+  operationId: 'checkLiveness',
+  method: 'get',
+  path: '/healthz',
+  access: 'anyone',
+  tags: ['Operations'],
+  summary: 'The process is alive',
+  description: 'Answers while the process runs; it looks at nothing outside the process. No secret needed.',
+  response: { description: 'The process is alive', schema: livenessResponse },
+  errors: [],
+  handle: () => ({ status: 'ok' as const }),
+});
+
+/** Readiness asks the database, never the provider: Plaid's health must not take instances out. */
+export const checkReadiness = defineEndpoint({
+  operationId: 'checkReadiness',
+  method: 'get',
+  path: '/readyz',
+  access: 'anyone',
+  tags: ['Operations'],
+  summary: 'The database answers',
+  description:
+    "Ready when the database answers within a second; not ready once shutdown has begun. Plaid's health " +
+    'affects neither. No secret needed.',
+  response: { description: 'Ready to serve', schema: readinessResponse },
+  errors: ['SHUTTING_DOWN', 'DATABASE_UNAVAILABLE'],
+  handle: async (_input, { services }) => {
+    if (services.isShuttingDown()) {
+      throw new AppError('SHUTTING_DOWN', {
+        detail: 'This instance is shutting down.',
+      });
+    }
+    const answered = await services.isDatabaseAnswering(READINESS_TIMEOUT_MS);
+    if (!answered) throw databaseUnavailable();
+    return { status: 'ready' as const };
+  },
+});

@@ -1,7 +1,19 @@
 import path from 'node:path';
 import { z } from 'zod';
 import type { LocalSecretKind, LocalSecretSource } from './dev/local-secrets';
-import { EXCHANGE_CLAIM_STALE_AFTER_MS, exchangeCriticalWindowMs } from './time-budgets';
+import {
+  GENERATE_ONE,
+  KEY_FORMAT_PROBLEM,
+  KEY_NAMES,
+  MAX_SECRETS_PER_ROLE,
+  MIN_PRODUCTION_SECRET_LENGTH,
+  decodeKey,
+  entryName,
+  isOneRepeatedByte,
+  keyFormatProblems,
+  secretWeaknesses,
+  timingProblems,
+} from './config-rules';
 
 export class ConfigError extends Error {
   constructor(readonly problems: string[]) {
@@ -9,16 +21,6 @@ export class ConfigError extends Error {
     this.name = 'ConfigError';
   }
 }
-
-const KEY_BYTES = 32;
-const MIN_PRODUCTION_SECRET_LENGTH = 32;
-const MIN_DISTINCT_SECRET_CHARACTERS = 16;
-// Hex has only 16 symbols: a random 64-digit hex secret lacks one of them about one time in four, so
-// demanding all 16 would refuse good secrets from `openssl rand -hex 32`. Half the alphabet is still
-// far beyond what a hand-typed pattern has.
-const MIN_DISTINCT_HEX_SECRET_CHARACTERS = 8;
-const MAX_SECRETS_PER_ROLE = 2;
-const GENERATE_ONE = 'generate one with: openssl rand -base64 32';
 
 const optionalText = z
   .string()
@@ -34,37 +36,6 @@ const commaList = optionalText.transform((value) =>
         .map((item) => item.trim())
         .filter((item) => item !== ''),
 );
-
-/**
- * Canonical means re-encoding the decoded bytes gives the same text back. Node's decoder skips
- * characters it does not know, so `%%` + a key decodes to the key: without this check a typo or a
- * pasted prefix would go unnoticed, and two different strings would name one key.
- */
-function decodeKey(value: string): Buffer | undefined {
-  const bytes = Buffer.from(value, 'base64');
-  return bytes.length === KEY_BYTES && bytes.toString('base64') === value ? bytes : undefined;
-}
-
-const KEY_FORMAT_PROBLEM = `must be base64 of exactly ${KEY_BYTES} bytes, written canonically (44 characters ending in "=", nothing else; ${GENERATE_ONE})`;
-
-const isOneRepeatedByte = (bytes: Buffer) => bytes.every((byte) => byte === bytes[0]);
-
-/** Which of a list's entries is meant, without ever showing the value. */
-const entryName = (index: number, count: number) => (count > 1 ? ` (entry ${index + 1} of ${count})` : '');
-
-function secretWeaknesses(secret: string): string[] {
-  const weaknesses: string[] = [];
-  if (secret.length < MIN_PRODUCTION_SECRET_LENGTH) {
-    weaknesses.push(`is shorter than ${MIN_PRODUCTION_SECRET_LENGTH} characters`);
-  }
-  const distinct = new Set(secret).size;
-  const minDistinct = /^[0-9a-f]+$/i.test(secret)
-    ? MIN_DISTINCT_HEX_SECRET_CHARACTERS
-    : MIN_DISTINCT_SECRET_CHARACTERS;
-  if (distinct === 1) weaknesses.push('is one character repeated');
-  else if (distinct < minDistinct) weaknesses.push(`has fewer than ${minDistinct} distinct characters`);
-  return weaknesses;
-}
 
 const positiveInt = (fallback: number) => z.coerce.number().int().positive().default(fallback);
 
@@ -154,53 +125,6 @@ export interface Config {
 
 function describeIssues(error: z.ZodError): string[] {
   return error.issues.map((issue) => `${issue.path.join('.') || 'environment'}: ${issue.message}`);
-}
-
-const KEY_NAMES = ['TOKEN_ENCRYPTION_KEY', 'TOKEN_HMAC_KEY'] as const;
-
-/** Format problems of the configured keys, from the raw text, so they are listed even beside a type error. */
-function keyFormatProblems(name: (typeof KEY_NAMES)[number], raw: string | undefined): string[] {
-  const entries = name === 'TOKEN_ENCRYPTION_KEY' ? (raw ?? '').split(',') : [raw ?? ''];
-  const values = entries.map((value) => value.trim()).filter((value) => value !== '');
-  return values.flatMap((value, index) =>
-    decodeKey(value) ? [] : [`${name}${entryName(index, values.length)}: ${KEY_FORMAT_PROBLEM}`],
-  );
-}
-
-/**
- * Production must not run on the exchange's safety margins being wrong: a Plaid call still running
- * when its claim is taken over would create a second Item, and a shutdown that gives up before a
- * started exchange is stored strands a billed Item.
- */
-function timingProblems(
-  plaidTimeoutMs: number,
-  shutdownTimeoutMs: number,
-  shutdownGraceMs: number,
-): string[] {
-  const problems: string[] = [];
-  const exchangeWindowMs = exchangeCriticalWindowMs(plaidTimeoutMs);
-  const databaseMarginMs = exchangeWindowMs - plaidTimeoutMs;
-  if (exchangeWindowMs >= EXCHANGE_CLAIM_STALE_AFTER_MS) {
-    problems.push(
-      `PLAID_TIMEOUT_MS: must be below ${EXCHANGE_CLAIM_STALE_AFTER_MS - databaseMarginMs} when NODE_ENV=production: ` +
-        `an exchange (the Plaid call plus ${databaseMarginMs} ms for its database write) must end before its claim ` +
-        `is taken over as stale after ${EXCHANGE_CLAIM_STALE_AFTER_MS} ms; lower it (the default is 10000)`,
-    );
-  }
-  if (shutdownTimeoutMs <= exchangeWindowMs) {
-    problems.push(
-      `SHUTDOWN_TIMEOUT_MS: must be above ${exchangeWindowMs} when NODE_ENV=production, the longest an exchange ` +
-        `can take (PLAID_TIMEOUT_MS plus ${databaseMarginMs} ms for its database write), so that shutdown never ` +
-        `abandons an exchange whose Plaid call has started; raise it (the default is 30000) or lower PLAID_TIMEOUT_MS`,
-    );
-  }
-  if (shutdownGraceMs >= shutdownTimeoutMs) {
-    problems.push(
-      `SHUTDOWN_GRACE_MS: must be below SHUTDOWN_TIMEOUT_MS (${shutdownTimeoutMs}) when NODE_ENV=production; ` +
-        `lower it (the production default is 5000) or raise SHUTDOWN_TIMEOUT_MS`,
-    );
-  }
-  return problems;
 }
 
 /**

@@ -1,5 +1,6 @@
 import { extendZodWithOpenApi } from '@asteasolutions/zod-to-openapi';
 import { z } from 'zod';
+import { EVENT_KINDS, type EventKind } from '../event-kinds';
 import { ERROR_CODES, ERROR_REGISTRY } from '../errors';
 
 extendZodWithOpenApi(z);
@@ -240,14 +241,13 @@ export const adminAccountsResponse = z
   })
   .openapi('AdminAccountsPage');
 
-const activityCounts = z.object({
-  link_token_created: count(),
-  exchange_completed: count(),
-  duplicate_refused: count(),
-  account_removed: count(),
-  institution_removed: count(),
-  provider_error: count(),
-});
+/** One count per event kind: the list in event-kinds.ts is the only place they are named. */
+const activityCounts = z.object(
+  Object.fromEntries(EVENT_KINDS.map((kind) => [kind, count()])) as Record<
+    EventKind,
+    ReturnType<typeof count>
+  >,
+);
 const window = z.object({ from: wireTimestamp(), to: wireTimestamp() });
 const statsList = <T extends z.ZodType>(entry: T, description: string) =>
   z.array(entry).max(MAX_STATS_ENTRIES).openapi({ description });

@@ -1,0 +1,97 @@
+import type { Pool } from 'pg';
+
+/**
+ * Every SQL statement of the bench lives here, so that a rename in the schema is a change to the
+ * names below and nothing else.
+ */
+const CONNECTIONS = 'connections';
+const ACCOUNT_CONNECTION_ID = 'connection_id';
+
+const BROKEN_INVARIANTS_SQL = `
+  SELECT 'account whose connection is gone' AS problem, count(*)::int AS count
+    FROM accounts a
+   WHERE NOT EXISTS (SELECT 1 FROM ${CONNECTIONS} c WHERE c.id = a.${ACCOUNT_CONNECTION_ID})
+  UNION ALL
+  SELECT 'account_count differs from the accounts rows', count(*)::int
+    FROM ${CONNECTIONS} c
+   WHERE c.account_count <> (SELECT count(*) FROM accounts a WHERE a.${ACCOUNT_CONNECTION_ID} = c.id)
+  UNION ALL
+  SELECT 'stored connection without accounts', count(*)::int
+    FROM ${CONNECTIONS} c
+   WHERE NOT EXISTS (SELECT 1 FROM accounts a WHERE a.${ACCOUNT_CONNECTION_ID} = c.id)
+  UNION ALL
+  SELECT 'stored connection whose Item is queued for removal', count(*)::int
+    FROM ${CONNECTIONS} c
+   WHERE EXISTS (SELECT 1 FROM outbox o WHERE o.provider_item_id = c.provider_item_id)`;
+
+const STORED_ITEMS_SQL = `SELECT provider_item_id FROM ${CONNECTIONS}`;
+
+// An Item whose removal is queued but not done, or whose exchange reached Plaid and is not yet stored.
+const PENDING_ITEMS_SQL = `
+  SELECT provider_item_id FROM outbox WHERE state <> 'done'
+  UNION
+  SELECT provider_item_id FROM exchanges WHERE state = 'exchanged' AND provider_item_id IS NOT NULL`;
+
+const EXCHANGES_IN_FLIGHT_SQL = `SELECT count(*)::int AS count FROM exchanges WHERE state IN ('claimed', 'exchanged')`;
+
+export interface DatabaseCounts {
+  connections: number;
+  accounts: number;
+  pendingRemovals: number;
+  deadRemovals: number;
+}
+
+const COUNTS_SQL = `
+  SELECT (SELECT count(*)::int FROM ${CONNECTIONS}) AS connections,
+         (SELECT count(*)::int FROM accounts) AS accounts,
+         (SELECT count(*)::int FROM outbox WHERE state = 'pending') AS "pendingRemovals",
+         (SELECT count(*)::int FROM outbox WHERE state = 'dead') AS "deadRemovals"`;
+
+/**
+ * The broken invariants between the database and the provider's Items; an empty list is a consistent
+ * state. The database is read in one snapshot before the Items are listed: a removal finishing in
+ * between then shows as a pending row whose Item is gone, which is allowed, never the reverse.
+ * Call it once no request is in flight.
+ */
+export async function findInconsistencies(pool: Pool, listProviderItemIds: () => Promise<string[]>) {
+  const client = await pool.connect();
+  client.on('error', () => undefined);
+  let broken: { problem: string; count: number }[];
+  let stored: Set<string>;
+  let pending: Set<string>;
+  try {
+    await client.query('BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY');
+    broken = (await client.query<{ problem: string; count: number }>(BROKEN_INVARIANTS_SQL)).rows;
+    const storedRows = await client.query<{ provider_item_id: string }>(STORED_ITEMS_SQL);
+    const pendingRows = await client.query<{ provider_item_id: string }>(PENDING_ITEMS_SQL);
+    await client.query('COMMIT');
+    stored = new Set(storedRows.rows.map((row) => row.provider_item_id));
+    pending = new Set(pendingRows.rows.map((row) => row.provider_item_id));
+  } finally {
+    client.release();
+  }
+  const providerItems = new Set(await listProviderItemIds());
+
+  const problems = broken.filter((row) => row.count > 0).map((row) => `${row.problem}: ${row.count}`);
+  const orphans = [...providerItems].filter((itemId) => !stored.has(itemId) && !pending.has(itemId));
+  if (orphans.length > 0) {
+    problems.push(`Items at the provider that are neither stored nor pending removal: ${orphans.length}`);
+  }
+  const missing = [...stored].filter((itemId) => !providerItems.has(itemId));
+  if (missing.length > 0)
+    problems.push(`stored connections without an Item at the provider: ${missing.length}`);
+  return { problems, providerItems: providerItems.size };
+}
+
+/** Exchanges between their claim and their stored connection: the state is settled when this is 0. */
+export async function countExchangesInFlight(pool: Pool): Promise<number> {
+  const { rows } = await pool.query<{ count: number }>(EXCHANGES_IN_FLIGHT_SQL);
+  return rows[0]?.count ?? 0;
+}
+
+export async function readDatabaseCounts(pool: Pool): Promise<DatabaseCounts> {
+  const { rows } = await pool.query<DatabaseCounts>(COUNTS_SQL);
+  const counts = rows[0];
+  if (!counts) throw new Error('the counts query returned no row');
+  return counts;
+}

@@ -1,0 +1,11 @@
+/** Messages between the bench and a Plaid emulator it runs in a child process (bench/emulator-host.ts). */
+
+export type HostRequest =
+  | { id: number; op: 'mint-public-tokens'; count: number; institutionId: string }
+  | { id: number; op: 'list-item-ids' }
+  | { id: number; op: 'clear-calls' };
+
+export type HostMessage =
+  | { type: 'ready'; url: string }
+  | { type: 'reply'; id: number; result: string[] }
+  | { type: 'failed'; id: number; message: string };

@@ -102,12 +102,13 @@ describe('a lost database connection', () => {
       const { accessToken, accountIds } = await connectInstitution(service, user);
       const other = await connectInstitution(service, user, 'ins_109510');
       const locker = new Client({ connectionString: databaseUrl(service.database.name) });
+      // The test's own connection is terminated with the rest.
+      locker.on('error', () => undefined);
       await locker.connect();
       await locker.query('BEGIN');
       await locker.query(`SELECT 1 FROM connections WHERE access_token_fingerprint = $1 FOR UPDATE`, [
         service.deps.vault.fingerprint(other.accessToken),
       ]);
-      locker.on('error', () => undefined);
 
       const inFlight = [
         service.http

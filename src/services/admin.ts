@@ -128,6 +128,9 @@ export class AdminService {
         done(null, toAdminAccount(row));
       },
     });
+    // The reader's pipeline sees any error; this keeps one that comes before the reader is attached
+    // (the connection lost while the export session is prepared) from being an unhandled 'error'.
+    accounts.on('error', () => undefined);
     let rows: Readable | undefined;
     let released = false;
     const close = (error?: Error) => {

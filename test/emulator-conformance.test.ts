@@ -3,7 +3,13 @@ import path from 'node:path';
 import Ajv, { type ValidateFunction } from 'ajv';
 import addFormats from 'ajv-formats';
 import { isAxiosError } from 'axios';
-import { CountryCode, Products, type PlaidApi } from 'plaid';
+import {
+  CountryCode,
+  Products,
+  SandboxItemFireWebhookRequestWebhookCodeEnum as Code,
+  WebhookType,
+  type PlaidApi,
+} from 'plaid';
 import { parse } from 'yaml';
 import { PlaidEmulator } from '../src/emulator/plaid-emulator';
 import { plaidClient } from './support/plaid-client';
@@ -18,8 +24,36 @@ const ENDPOINTS = [
   '/institutions/get_by_id',
   '/sandbox/public_token/create',
   '/sandbox/item/reset_login',
+  '/sandbox/item/fire_webhook',
+  '/item/webhook/update',
+  '/webhook_verification_key/get',
 ] as const;
 type Endpoint = (typeof ENDPOINTS)[number];
+
+/** The spec's `format: url` (ajv-formats) refuses loopback addresses, so webhooks here go nowhere real. */
+const WEBHOOK_URL = 'https://example.test/hook';
+
+/** The spec's schema for each webhook the emulator sends, by `webhook_type webhook_code`. */
+const WEBHOOK_SCHEMAS: Record<string, string> = {
+  'ITEM ERROR': 'ItemErrorWebhook',
+  'ITEM PENDING_EXPIRATION': 'PendingExpirationWebhook',
+  'ITEM PENDING_DISCONNECT': 'PendingDisconnectWebhook',
+  'ITEM USER_PERMISSION_REVOKED': 'UserPermissionRevokedWebhook',
+  'ITEM USER_ACCOUNT_REVOKED': 'UserAccountRevokedWebhook',
+  'ITEM LOGIN_REPAIRED': 'ItemLoginRepairedWebhook',
+  'ITEM NEW_ACCOUNTS_AVAILABLE': 'NewAccountsAvailableWebhook',
+  'ITEM WEBHOOK_UPDATE_ACKNOWLEDGED': 'WebhookUpdateAcknowledgedWebhook',
+  'TRANSACTIONS DEFAULT_UPDATE': 'DefaultUpdateWebhook',
+  'TRANSACTIONS SYNC_UPDATES_AVAILABLE': 'SyncUpdatesAvailableWebhook',
+  'TRANSACTIONS RECURRING_TRANSACTIONS_UPDATE': 'RecurringTransactionsUpdateWebhook',
+  'AUTH DEFAULT_UPDATE': 'AuthDefaultUpdateWebhook',
+  'AUTH SMS_MICRODEPOSITS_VERIFICATION': 'HostedMMDVerificationWebhook',
+  'HOLDINGS DEFAULT_UPDATE': 'HoldingsDefaultUpdateWebhook',
+  'INVESTMENTS_TRANSACTIONS DEFAULT_UPDATE': 'InvestmentsDefaultUpdateWebhook',
+  'LIABILITIES DEFAULT_UPDATE': 'LiabilitiesDefaultUpdateWebhook',
+  'ASSETS PRODUCT_READY': 'AssetsProductReadyWebhook',
+  'ASSETS ERROR': 'AssetsErrorWebhook',
+};
 
 interface Exchange {
   endpoint: Endpoint;
@@ -63,6 +97,7 @@ describeWithSpec(`the emulator against Plaid's OpenAPI document (${path.basename
   const exchanges: Exchange[] = [];
   let emulator: PlaidEmulator;
   let plaid: PlaidApi;
+  const linkSuccesses: unknown[] = [];
 
   const schemaNameOf = (endpoint: Endpoint, part: 'request' | '200' | 'default') => {
     const operation = spec.paths[endpoint]!.post;
@@ -114,7 +149,7 @@ describeWithSpec(`the emulator against Plaid's OpenAPI document (${path.basename
     const sandboxRequest = {
       institution_id: 'ins_109508',
       initial_products: [Products.Transactions],
-      options: { webhook: 'https://example.test/hook' },
+      options: { webhook: WEBHOOK_URL },
     };
     const created = await record('/sandbox/public_token/create', sandboxRequest, () =>
       plaid.sandboxPublicTokenCreate(sandboxRequest),
@@ -155,6 +190,7 @@ describeWithSpec(`the emulator against Plaid's OpenAPI document (${path.basename
     await record('/institutions/get_by_id', unknownInstitution, () =>
       plaid.institutionsGetById(unknownInstitution),
     );
+    await recordWebhookEndpoints(access, linkRequest);
     await record('/sandbox/item/reset_login', access, () => plaid.sandboxItemResetLogin(access));
     await record('/item/get', access, () => plaid.itemGet(access));
     await record('/accounts/get', access, () => plaid.accountsGet(access));
@@ -187,7 +223,49 @@ describeWithSpec(`the emulator against Plaid's OpenAPI document (${path.basename
       }
     }
   }, 60_000);
+  // Webhook bodies are checked as recorded when sent; deliveries still in flight are abandoned.
   afterAll(() => emulator?.close());
+
+  /** Every webhook endpoint through the SDK, every webhook the emulator sends, and Link's onSuccess. */
+  async function recordWebhookEndpoints(access: { access_token: string }, linkRequest: object) {
+    const kid = emulator.webhookKeys().at(-1)!.kid;
+    for (const key_id of [kid, 'unknown-kid']) {
+      await record('/webhook_verification_key/get', { key_id }, () =>
+        plaid.webhookVerificationKeyGet({ key_id }),
+      );
+    }
+    const update = { ...access, webhook: `${WEBHOOK_URL}/updated` };
+    await record('/item/webhook/update', update, () => plaid.itemWebhookUpdate(update));
+
+    const allProducts = [Products.Transactions, Products.Auth, Products.Investments, Products.Liabilities];
+    const request = { ...linkRequest, products: [...allProducts, Products.Assets], webhook: WEBHOOK_URL };
+    const { data: link } = await plaid.linkTokenCreate(request as never);
+    const completed = emulator.completeLink(link.link_token, 'ins_109510');
+    const { data: item } = await plaid.itemPublicTokenExchange({ public_token: completed.public_token });
+    const fire = { access_token: item.access_token };
+    const fired: [Code, WebhookType?][] = [
+      ...[WebhookType.Transactions, WebhookType.Auth, WebhookType.Holdings].map(
+        (type) => [Code.DefaultUpdate, type] as [Code, WebhookType],
+      ),
+      [Code.DefaultUpdate, WebhookType.InvestmentsTransactions],
+      [Code.DefaultUpdate, WebhookType.Liabilities],
+      ...[Code.NewAccountsAvailable, Code.SmsMicrodepositsVerification, Code.UserPermissionRevoked]
+        .concat([Code.UserAccountRevoked, Code.PendingDisconnect, Code.RecurringTransactionsUpdate])
+        .concat([Code.LoginRepaired, Code.SyncUpdatesAvailable, Code.ProductReady, Code.Error])
+        .map((code) => [code] as [Code]),
+    ];
+    for (const [webhook_code, webhook_type] of fired) {
+      const body = { ...fire, webhook_code, ...(webhook_type ? { webhook_type } : {}) };
+      await record('/sandbox/item/fire_webhook', body, () => plaid.sandboxItemFireWebhook(body));
+    }
+    const notEnabled = { ...access, webhook_code: Code.DefaultUpdate, webhook_type: WebhookType.Auth };
+    await record('/sandbox/item/fire_webhook', notEnabled, () => plaid.sandboxItemFireWebhook(notEnabled));
+    emulator.sendItemWebhook(item.item_id, 'PENDING_EXPIRATION');
+    emulator.sendItemWebhook(item.item_id, 'ERROR');
+
+    const { data: updateLink } = await plaid.linkTokenCreate({ ...linkRequest, ...fire } as never);
+    linkSuccesses.push(completed, emulator.completeLink(updateLink.link_token));
+  }
 
   it.each(ENDPOINTS)('when %s succeeds, then every 200 body matches the response schema', (endpoint) => {
     const successes = exchanges.filter(
@@ -250,6 +328,23 @@ describeWithSpec(`the emulator against Plaid's OpenAPI document (${path.basename
     },
   );
 
+  it.each(Object.entries(WEBHOOK_SCHEMAS))(
+    'when the emulator sends a %s webhook, then its body matches %s',
+    (typeAndCode, schemaName) => {
+      const sent = emulator
+        .webhooksSent()
+        .filter((webhook) => `${webhook.body.webhook_type} ${webhook.body.webhook_code}` === typeAndCode);
+
+      expect(sent.length).toBeGreaterThan(0);
+      expect(sent.flatMap((webhook) => errorsOf(schemaName, JSON.parse(webhook.raw_body)))).toEqual([]);
+    },
+  );
+
+  it('when Link is completed through the control API, then what it gives matches LinkSessionSuccess', () => {
+    expect(linkSuccesses).toHaveLength(2);
+    expect(linkSuccesses.flatMap((success) => errorsOf('LinkSessionSuccess', success))).toEqual([]);
+  });
+
   it('when errors are produced, then their HTTP statuses are the ones Plaid documents for their types', () => {
     const statusByCode = Object.fromEntries(
       exchanges
@@ -267,6 +362,8 @@ describeWithSpec(`the emulator against Plaid's OpenAPI document (${path.basename
       RATE_LIMIT: 429,
       INTERNAL_SERVER_ERROR: 500,
       PLANNED_MAINTENANCE: 503,
+      INVALID_WEBHOOK_VERIFICATION_KEY_ID: 400,
+      SANDBOX_PRODUCT_NOT_ENABLED: 400,
     });
   });
 });

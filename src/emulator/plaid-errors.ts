@@ -21,6 +21,12 @@ export class PlaidEmulatorError extends Error {
     super(message);
   }
 
+  /** The error object inside a webhook: no request id, and `status` set (the spec says only webhooks set it). */
+  toWebhookBody(): Record<string, unknown> {
+    const { request_id: _requestId, ...body } = this.toBody('');
+    return { ...body, error_code_reason: null, status: this.status };
+  }
+
   toBody(requestId: string): PlaidErrorBody {
     return {
       error_type: this.errorType,
@@ -65,6 +71,31 @@ export const errors = {
     invalidInput(
       'INVALID_PRODUCT',
       `client is not authorized to access the following products: [${products.join(', ')}]`,
+    ),
+  invalidLinkToken: () => invalidInput('INVALID_LINK_TOKEN', 'invalid link_token provided'),
+  // The code Plaid's Sandbox answered for an unknown kid (plaid/plaid-node's integration tests).
+  invalidWebhookVerificationKeyId: () =>
+    invalidInput('INVALID_WEBHOOK_VERIFICATION_KEY_ID', 'invalid key_id provided'),
+  sandboxWebhookInvalid: () =>
+    new PlaidEmulatorError(
+      400,
+      'SANDBOX_ERROR',
+      'SANDBOX_WEBHOOK_INVALID',
+      "Webhook for this item is either not set up, or invalid. Please update the item's webhook and try again.",
+    ),
+  sandboxProductNotEnabled: (product: string) =>
+    new PlaidEmulatorError(
+      400,
+      'SANDBOX_ERROR',
+      'SANDBOX_PRODUCT_NOT_ENABLED',
+      `The ${product} product is not enabled on this item`,
+    ),
+  userPermissionRevoked: () =>
+    new PlaidEmulatorError(
+      400,
+      'ITEM_ERROR',
+      'USER_PERMISSION_REVOKED',
+      'the holder of this account has revoked their permission for your application to access it',
     ),
   itemLoginRequired: () =>
     new PlaidEmulatorError(

@@ -128,6 +128,21 @@ export const USER_GOOD_ACCOUNTS: SandboxAccountTemplate[] = [
   limit: limit as number | null,
 }));
 
+/**
+ * The account a `NEW_ACCOUNTS_AVAILABLE` event opens at the bank. Sandbox has no fixed one, so this is
+ * the emulator's own; the nth new account of an Item gets mask `910n`, away from `user_good`'s masks.
+ */
+export const NEW_ACCOUNT_TEMPLATE: SandboxAccountTemplate = {
+  name: 'Plaid New Checking',
+  officialName: 'Plaid Gold Standard 0% Interest Checking',
+  mask: '9100',
+  type: 'depository',
+  subtype: 'checking',
+  available: 500,
+  current: 500,
+  limit: null,
+};
+
 export const VALID_PRODUCTS = new Set([
   'assets',
   'auth',

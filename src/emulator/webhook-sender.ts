@@ -1,0 +1,114 @@
+import type { WebhookKeys } from './webhook-keys';
+
+/** Plaid waits 10 s for an answer; the emulator gives up sooner so tests and shutdowns stay quick. */
+const DELIVERY_TIMEOUT_MS = 5_000;
+
+export interface SentWebhook {
+  url: string;
+  body: Record<string, unknown>;
+  /** The exact bytes sent, which `request_body_sha256` covers. */
+  raw_body: string;
+  /** The `Plaid-Verification` header sent. */
+  plaid_verification: string;
+  /** The receiver's HTTP status; null while in flight or when delivery failed. */
+  status: number | null;
+  /** Why delivery failed (network error, timeout); null otherwise. */
+  error: string | null;
+  at: string;
+}
+
+/**
+ * Plaid sends webhook bodies pretty-printed with sorted keys, so a receiver that hashes re-serialised
+ * JSON instead of the raw bytes fails verification here as it would against Plaid.
+ */
+function serialise(body: Record<string, unknown>): string {
+  const sortKeys = (value: unknown): unknown => {
+    if (Array.isArray(value)) return value.map(sortKeys);
+    if (value === null || typeof value !== 'object') return value;
+    return Object.fromEntries(
+      Object.keys(value)
+        .sort()
+        .map((key) => [key, sortKeys((value as Record<string, unknown>)[key])]),
+    );
+  };
+  return JSON.stringify(sortKeys(body), null, 2);
+}
+
+/**
+ * Sends signed webhooks fire-and-forget (never delaying the API answer that caused them), records
+ * every delivery, and lets tests wait for the ones in flight. Deliveries are not retried.
+ */
+export class WebhookSender {
+  private records: SentWebhook[] = [];
+  private readonly inFlight = new Set<Promise<void>>();
+  private aborter = new AbortController();
+
+  constructor(
+    private readonly keys: WebhookKeys,
+    private readonly now: () => number,
+  ) {}
+
+  send(url: string, body: Record<string, unknown>): SentWebhook {
+    const raw = serialise(body);
+    const record: SentWebhook = {
+      url,
+      body,
+      raw_body: raw,
+      plaid_verification: this.keys.sign(raw),
+      status: null,
+      error: null,
+      at: new Date(this.now()).toISOString(),
+    };
+    this.records.push(record);
+    const delivery = this.deliver(record, this.aborter.signal).finally(() => this.inFlight.delete(delivery));
+    this.inFlight.add(delivery);
+    return record;
+  }
+
+  sent(): SentWebhook[] {
+    return [...this.records];
+  }
+
+  clear(): void {
+    this.records = [];
+  }
+
+  /** Resolves once every delivery started so far has been answered, failed or timed out. */
+  async flush(): Promise<void> {
+    while (this.inFlight.size > 0) await Promise.allSettled([...this.inFlight]);
+  }
+
+  /** Abandons deliveries in flight (recorded as failed), so closing the emulator never waits on them. */
+  close(): void {
+    this.aborter.abort(new Error('the emulator closed'));
+    this.aborter = new AbortController();
+  }
+
+  private async deliver(record: SentWebhook, closed: AbortSignal): Promise<void> {
+    // Let the API answer that caused the webhook go out first, as Plaid's would.
+    await new Promise((resolve) => setImmediate(resolve));
+    try {
+      const response = await fetch(record.url, {
+        method: 'POST',
+        headers: {
+          'Content-Type': 'application/json',
+          'Plaid-Verification': record.plaid_verification,
+        },
+        body: record.raw_body,
+        redirect: 'manual',
+        signal: AbortSignal.any([closed, AbortSignal.timeout(DELIVERY_TIMEOUT_MS)]),
+      });
+      await response.arrayBuffer().catch(() => undefined);
+      record.status = response.status;
+    } catch (error) {
+      record.error = describeFailure(error);
+    }
+  }
+}
+
+/** fetch says only "fetch failed"; the cause (ECONNREFUSED, ENOTFOUND, a timeout) is what helps. */
+function describeFailure(error: unknown): string {
+  if (!(error instanceof Error)) return String(error);
+  const cause = error.cause instanceof Error ? error.cause.message : undefined;
+  return cause ? `${error.message}: ${cause}` : error.message;
+}

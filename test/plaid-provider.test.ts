@@ -1,8 +1,11 @@
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { PlaidEmulator } from '../src/emulator/plaid-emulator';
 import { createLogger } from '../src/logger';
 import { PlaidProvider, type PlaidProviderOptions } from '../src/provider/plaid-provider';
 import { ERROR_REGISTRY } from '../src/errors';
 import { ProviderError } from '../src/provider/provider-error';
+import { createWebhookVerifier, WebhookVerificationError } from '../src/provider/webhook-verifier';
 
 const logger = createLogger({ level: 'silent' });
 
@@ -87,6 +90,9 @@ describe('the Plaid provider wrapper', () => {
       institutionId: 'ins_109509',
       institutionName: 'First Gingham Credit Union',
       errorCode: null,
+      errorType: null,
+      webhook: null,
+      consentExpirationTime: null,
     });
     expect(fetchedItem.itemId).toBe(itemId);
     expect(accounts[3]).toEqual({
@@ -249,6 +255,153 @@ describe('the Plaid provider wrapper', () => {
     expect(failure).toMatchObject({ kind: 'unavailable', code: 'PROVIDER_UNAVAILABLE' });
     expect(ERROR_REGISTRY[failure.code].status).toBe(503);
     expect(emulator.calls()).toHaveLength(0);
+  });
+
+  it('when an Item needs a new login, then getItem reports its error, webhook and consent expiry', async () => {
+    const provider = providerWith();
+    const { accessToken, itemId } = await provider.exchangePublicToken(
+      emulator.createPublicToken('ins_109508', { loginRequired: true, webhook: 'https://example.test/hook' }),
+    );
+    emulator.sendItemWebhook(itemId, 'PENDING_EXPIRATION', {
+      consent_expiration_time: '2026-12-01T00:00:00Z',
+    });
+
+    const item = await provider.getItem(accessToken);
+
+    expect(item).toEqual({
+      itemId,
+      institutionId: 'ins_109508',
+      institutionName: expect.any(String),
+      errorCode: 'ITEM_LOGIN_REQUIRED',
+      errorType: 'ITEM_ERROR',
+      webhook: 'https://example.test/hook',
+      consentExpirationTime: '2026-12-01T00:00:00Z',
+    });
+  });
+
+  it('when the webhook key is asked for by kid, then Plaid’s JWK comes back in the service’s terms', async () => {
+    const provider = providerWith();
+    const published = emulator.webhookKeys().at(-1)!;
+
+    const key = await provider.getWebhookVerificationKey(published.kid);
+
+    expect(key).toEqual({
+      alg: 'ES256',
+      crv: 'P-256',
+      kid: published.kid,
+      kty: 'EC',
+      x: published.x,
+      y: published.y,
+      createdAt: published.created_at,
+      expiredAt: null,
+    });
+    expect(emulator.calls('/webhook_verification_key/get').map((call) => call.body)).toEqual([
+      { key_id: published.kid },
+    ]);
+  });
+
+  it('when the webhook key was rotated out, then its expired_at comes back', async () => {
+    const provider = providerWith();
+    const retired = emulator.webhookKeys().at(-1)!;
+    emulator.rotateWebhookKey();
+
+    const key = await provider.getWebhookVerificationKey(retired.kid);
+
+    expect(key.kid).toBe(retired.kid);
+    expect(key.expiredAt).toEqual(expect.any(Number));
+  });
+
+  it('when the kid is unknown to Plaid, then INVALID_WEBHOOK_VERIFICATION_KEY_ID, asked once', async () => {
+    const provider = providerWith();
+
+    const failure = await failureOf(
+      provider.getWebhookVerificationKey('bfbd5111-8e33-4643-8ced-b2e642a72f3c'),
+    );
+
+    expect(failure).toMatchObject({ kind: 'rejected', errorCode: 'INVALID_WEBHOOK_VERIFICATION_KEY_ID' });
+    expect(emulator.calls('/webhook_verification_key/get')).toHaveLength(1);
+  });
+
+  it('when the key lookup fails twice with a 500, then the third attempt gets the key', async () => {
+    const provider = providerWith();
+    const published = emulator.webhookKeys().at(-1)!;
+    emulator.injectFault({ path: '/webhook_verification_key/get', count: 2, status: 500 });
+
+    const key = await provider.getWebhookVerificationKey(published.kid);
+
+    expect(key.kid).toBe(published.kid);
+    expect(emulator.calls('/webhook_verification_key/get').map((call) => call.status)).toEqual([
+      500, 500, 200,
+    ]);
+  });
+
+  it('when Plaid answers the key lookup without x and y, then invalid_response', async () => {
+    const provider = providerWith();
+    emulator.injectFault({
+      path: '/webhook_verification_key/get',
+      body: { key: { alg: 'ES256', kid: 'k', kty: 'EC', crv: 'P-256', created_at: 1, expired_at: null } },
+    });
+
+    const failure = await failureOf(provider.getWebhookVerificationKey('k'));
+
+    expect(failure.kind).toBe('invalid_response');
+  });
+
+  it('when an Item’s webhook is updated, then the Item has the new URL and Plaid’s signed acknowledgement verifies', async () => {
+    const provider = providerWith();
+    const received: { body: Buffer; header: string | undefined }[] = [];
+    const receiver = http.createServer((req, res) => {
+      const chunks: Buffer[] = [];
+      req.on('data', (chunk: Buffer) => chunks.push(chunk));
+      req.on('end', () => {
+        received.push({ body: Buffer.concat(chunks), header: req.headers['plaid-verification'] as string });
+        // No keep-alive socket left behind in the emulator's fetch pool once the test ends.
+        res.setHeader('Connection', 'close');
+        res.end();
+      });
+    });
+    await new Promise<void>((resolve) => receiver.listen(0, '127.0.0.1', resolve));
+    const receiverUrl = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/webhooks/plaid`;
+    try {
+      const { accessToken, itemId } = await exchangeNewItem(provider);
+      const verifier = createWebhookVerifier({
+        fetchKey: (kid) => provider.getWebhookVerificationKey(kid),
+        logger,
+      });
+
+      const item = await provider.updateItemWebhook(accessToken, receiverUrl);
+      await emulator.flushWebhooks();
+      const verified = await verifier.verify(received[0]!.body, received[0]!.header);
+      const tampered = Buffer.from(received[0]!.body.toString().replace(itemId, `${itemId}x`));
+      const refusal = await verifier.verify(tampered, received[0]!.header).catch((error: unknown) => error);
+
+      expect(item).toMatchObject({ itemId, webhook: receiverUrl, errorCode: null });
+      expect((await provider.getItem(accessToken)).webhook).toBe(receiverUrl);
+      expect(emulator.calls('/item/webhook/update')[0]?.body).toEqual({
+        access_token: accessToken,
+        webhook: receiverUrl,
+      });
+      expect(received).toHaveLength(1);
+      expect(verified.body).toMatchObject({
+        webhook_type: 'ITEM',
+        webhook_code: 'WEBHOOK_UPDATE_ACKNOWLEDGED',
+        item_id: itemId,
+      });
+      expect(refusal).toBeInstanceOf(WebhookVerificationError);
+      expect((refusal as WebhookVerificationError).reason).toBe('body_mismatch');
+    } finally {
+      await new Promise((resolve) => receiver.close(resolve));
+    }
+  });
+
+  it('when the webhook update names an Item that is gone, then item_gone', async () => {
+    const provider = providerWith();
+    const { accessToken } = await exchangeNewItem(provider);
+    await provider.removeItem(accessToken);
+
+    const failure = await failureOf(provider.updateItemWebhook(accessToken, 'https://example.test/hook'));
+
+    expect(failure.kind).toBe('item_gone');
   });
 
   it('when HTTP_PROXY is set, then calls still go straight to the emulator', async () => {

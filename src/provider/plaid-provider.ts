@@ -1,16 +1,5 @@
-import { isAxiosError, type AxiosResponse } from 'axios';
-import {
-  BrokenCircuitError,
-  ConsecutiveBreaker,
-  circuitBreaker,
-  handleWhen,
-  retry,
-  wrap,
-  type IBackoff,
-  type IBackoffFactory,
-  type IPolicy,
-  type IRetryBackoffContext,
-} from 'cockatiel';
+import type { AxiosResponse } from 'axios';
+import { ConsecutiveBreaker, circuitBreaker, handleWhen, retry, wrap, type IPolicy } from 'cockatiel';
 import {
   Configuration,
   CountryCode,
@@ -26,8 +15,10 @@ import type {
   CreateLinkTokenInput,
   ProviderAccount,
   ProviderItem,
+  WebhookVerificationKey,
 } from './account-provider';
-import { ProviderError, type ProviderFailureKind } from './provider-error';
+import { JitteredBackoff, toProviderError } from './plaid-errors';
+import { ProviderError } from './provider-error';
 
 export interface PlaidProviderOptions {
   clientId: string;
@@ -54,11 +45,15 @@ const TOKEN_TEXT = z.string().min(1).max(256);
 const accessTokenSchema = z.string().regex(/^access-[a-z]+-[A-Za-z0-9-]{1,200}$/);
 const nullableText = z.string().max(512).nullish();
 
+const base64url = z.string().regex(/^[A-Za-z0-9_-]{1,128}$/);
+
 const itemSchema = z.object({
   item_id: TOKEN_TEXT,
   institution_id: z.string().max(256).nullish(),
   institution_name: z.string().max(512).nullish(),
-  error: z.object({ error_code: z.string() }).nullish(),
+  webhook: z.string().max(2048).nullish(),
+  error: z.object({ error_code: z.string().max(128), error_type: z.string().max(128).nullish() }).nullish(),
+  consent_expiration_time: z.string().max(64).nullish(),
 });
 const responses = {
   linkToken: z.object({
@@ -85,93 +80,19 @@ const responses = {
   institution: z.object({
     institution: z.object({ institution_id: TOKEN_TEXT, name: z.string().min(1).max(512) }),
   }),
+  webhookKey: z.object({
+    key: z.object({
+      alg: z.string().min(1).max(32),
+      crv: z.string().min(1).max(32),
+      kid: TOKEN_TEXT,
+      kty: z.string().min(1).max(32),
+      x: base64url,
+      y: base64url,
+      created_at: z.number().int().nonnegative(),
+      expired_at: z.number().int().nonnegative().nullish(),
+    }),
+  }),
 };
-
-const plaidErrorSchema = z.object({
-  error_type: z.string(),
-  error_code: z.string(),
-  error_message: z.string().nullish(),
-  request_id: z.string().nullish(),
-});
-
-function parseRetryAfter(value: unknown): number | undefined {
-  if (typeof value !== 'string' && typeof value !== 'number') return undefined;
-  const seconds = Number(value);
-  if (Number.isFinite(seconds) && seconds >= 0) return Math.ceil(seconds);
-  const date = Date.parse(String(value));
-  return Number.isNaN(date) ? undefined : Math.max(0, Math.ceil((date - Date.now()) / 1000));
-}
-
-function kindOfPlaidError(status: number, errorType: string, errorCode: string): ProviderFailureKind {
-  if (errorCode === 'INVALID_PUBLIC_TOKEN') return 'invalid_public_token';
-  if (errorCode === 'ITEM_NOT_FOUND' || errorCode === 'INVALID_ACCESS_TOKEN') return 'item_gone';
-  if (errorCode === 'ITEM_LOGIN_REQUIRED') return 'item_login_required';
-  if (errorType === 'RATE_LIMIT_EXCEEDED' || status === 429) return 'rate_limited';
-  if (errorCode === 'PLANNED_MAINTENANCE' || status === 503) return 'unavailable';
-  if (errorType === 'INSTITUTION_ERROR' || status >= 500) return 'failed';
-  return 'rejected';
-}
-
-/** Translates whatever the SDK threw into a ProviderError, keeping nothing of axios' config. */
-export function toProviderError(operation: string, error: unknown): ProviderError {
-  if (error instanceof ProviderError) return error;
-  if (error instanceof BrokenCircuitError) {
-    return new ProviderError('unavailable', operation, {
-      message: 'The provider has been failing; calls are paused for a moment.',
-    });
-  }
-  if (!isAxiosError(error)) return new ProviderError('failed', operation, { message: `${operation} failed` });
-  const response = error.response;
-  if (!response) {
-    const timedOut = error.code === 'ECONNABORTED' || error.code === 'ETIMEDOUT';
-    return new ProviderError(timedOut ? 'timeout' : 'failed', operation, {
-      message: timedOut
-        ? `${operation} timed out`
-        : `${operation} could not reach the provider (${error.code ?? 'network error'})`,
-    });
-  }
-  const retryAfterSeconds = parseRetryAfter(response.headers?.['retry-after']);
-  const parsed = plaidErrorSchema.safeParse(response.data);
-  if (!parsed.success) {
-    return new ProviderError(response.status >= 500 ? 'failed' : 'invalid_response', operation, {
-      httpStatus: response.status,
-      retryAfterSeconds,
-      message: `${operation} answered HTTP ${response.status} without a provider error body`,
-    });
-  }
-  const { error_type: errorType, error_code: errorCode, request_id: providerRequestId } = parsed.data;
-  const kind = kindOfPlaidError(response.status, errorType, errorCode);
-  const messages: Partial<Record<ProviderFailureKind, string>> = {
-    invalid_public_token: 'The public token is invalid, expired, or was already exchanged.',
-    item_gone: 'The connection no longer exists at the provider.',
-    item_login_required: 'The institution needs the user to log in again; create an update-mode link token.',
-  };
-  return new ProviderError(kind, operation, {
-    errorType,
-    errorCode,
-    providerRequestId,
-    httpStatus: response.status,
-    retryAfterSeconds,
-    message: messages[kind] ?? `${operation} failed at the provider with ${errorCode}`,
-  });
-}
-
-/** Exponential backoff with full jitter that never waits less than the provider's Retry-After. */
-class JitteredBackoff implements IBackoffFactory<IRetryBackoffContext<unknown>> {
-  constructor(
-    private readonly baseMs: number,
-    private readonly maxMs: number,
-  ) {}
-
-  next(context: IRetryBackoffContext<unknown>): IBackoff<IRetryBackoffContext<unknown>> {
-    const ceiling = Math.min(this.maxMs, this.baseMs * 2 ** Math.max(0, context.attempt - 1));
-    const jittered = Math.random() * ceiling;
-    const error = 'error' in context.result ? context.result.error : undefined;
-    const retryAfterMs =
-      error instanceof ProviderError && error.retryAfterSeconds ? error.retryAfterSeconds * 1000 : 0;
-    return { duration: Math.min(this.maxMs, Math.max(jittered, retryAfterMs)), next: (c) => this.next(c) };
-  }
-}
 
 export class PlaidProvider implements AccountProvider {
   private readonly api: PlaidApi;
@@ -262,7 +183,8 @@ export class PlaidProvider implements AccountProvider {
       country_codes: this.options.countryCodes as CountryCode[],
       user: { client_user_id: input.clientUserId },
       ...(input.accessToken
-        ? { access_token: input.accessToken }
+        ? // Update mode also lets the user share accounts added at the bank (NEW_ACCOUNTS_AVAILABLE).
+          { access_token: input.accessToken, update: { account_selection_enabled: true } }
         : { products: this.options.products as Products[] }),
       ...(this.options.webhookUrl ? { webhook: this.options.webhookUrl } : {}),
       ...(this.options.redirectUri ? { redirect_uri: this.options.redirectUri } : {}),
@@ -320,6 +242,33 @@ export class PlaidProvider implements AccountProvider {
       this.api.itemRemove({ access_token: accessToken }),
     );
   }
+
+  async getWebhookVerificationKey(kid: string): Promise<WebhookVerificationKey> {
+    const { key } = await this.call(
+      'webhook_verification_key/get',
+      this.repeatable,
+      responses.webhookKey,
+      () => this.api.webhookVerificationKeyGet({ key_id: kid }),
+    );
+    return {
+      alg: key.alg,
+      crv: key.crv,
+      kid: key.kid,
+      kty: key.kty,
+      x: key.x,
+      y: key.y,
+      createdAt: key.created_at,
+      expiredAt: key.expired_at ?? null,
+    };
+  }
+
+  /** Repeatable: setting the same URL twice only makes Plaid send one more WEBHOOK_UPDATE_ACKNOWLEDGED. */
+  async updateItemWebhook(accessToken: string, webhookUrl: string): Promise<ProviderItem> {
+    const data = await this.call('item/webhook/update', this.repeatable, responses.item, () =>
+      this.api.itemWebhookUpdate({ access_token: accessToken, webhook: webhookUrl }),
+    );
+    return toItem(data.item);
+  }
 }
 
 function toItem(item: z.infer<typeof itemSchema>): ProviderItem {
@@ -328,5 +277,8 @@ function toItem(item: z.infer<typeof itemSchema>): ProviderItem {
     institutionId: item.institution_id ?? null,
     institutionName: item.institution_name ?? null,
     errorCode: item.error?.error_code ?? null,
+    errorType: item.error?.error_type ?? null,
+    webhook: item.webhook ?? null,
+    consentExpirationTime: item.consent_expiration_time ?? null,
   };
 }

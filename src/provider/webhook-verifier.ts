@@ -1,0 +1,173 @@
+import { createHash, timingSafeEqual } from 'node:crypto';
+import { compactVerify, decodeProtectedHeader, errors as joseErrors } from 'jose';
+import { z } from 'zod';
+import type { Logger } from '../logger';
+import type { WebhookVerificationKey } from './account-provider';
+import { KeyLookupError, WebhookKeyCache, type UsableKey } from './webhook-key-cache';
+
+/**
+ * Plaid's webhook signature check, as Plaid documents it (plaid.com/docs/api/webhooks/webhook-verification):
+ * the `Plaid-Verification` header is an ES256 JWT whose `kid` names a key from
+ * `/webhook_verification_key/get`, whose `iat` is recent, and whose `request_body_sha256` is the
+ * SHA-256 of the raw body. Free of HTTP: the webhook route passes the raw bytes and the header.
+ */
+
+export const WEBHOOK_VERIFICATION_FAILURES = [
+  'missing_header',
+  'malformed',
+  'unsupported_alg',
+  'unknown_key',
+  'expired_key',
+  /** Plaid could not be asked for the key (outage, rate limit, bad credentials); Plaid will redeliver. */
+  'key_unavailable',
+  'bad_signature',
+  'stale',
+  'future',
+  'body_mismatch',
+] as const;
+export type WebhookVerificationFailure = (typeof WEBHOOK_VERIFICATION_FAILURES)[number];
+
+/** The one error verify() throws for a webhook it will not vouch for; its message holds no header or body. */
+export class WebhookVerificationError extends Error {
+  constructor(
+    readonly reason: WebhookVerificationFailure,
+    message: string,
+  ) {
+    super(message);
+    this.name = 'WebhookVerificationError';
+  }
+}
+
+export interface VerifiedWebhook {
+  /** The body parsed as JSON, only after the signature and the body hash matched. */
+  body: unknown;
+  kid: string;
+  /** The JWT's `iat`, Unix seconds. */
+  issuedAt: number;
+}
+
+export interface WebhookVerifierOptions {
+  /** The provider's `/webhook_verification_key/get`. */
+  fetchKey: (kid: string) => Promise<WebhookVerificationKey>;
+  logger: Logger;
+  /** Milliseconds since the epoch; tests pass their own. */
+  clock?: () => number;
+  /** Plaid: refuse a JWT issued more than 5 minutes ago. */
+  maxAgeSeconds?: number;
+  /** How far ahead of our clock `iat` may be (clocks drift a little). */
+  skewSeconds?: number;
+  recheckKeyAfterSeconds?: number;
+  unknownKidTtlSeconds?: number;
+  newKidLookupsPerMinute?: number;
+}
+
+export interface WebhookVerifier {
+  verify(rawBody: Buffer, header: string | undefined): Promise<VerifiedWebhook>;
+}
+
+const MAX_HEADER_LENGTH = 4096;
+const COMPACT_JWS = /^[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]*$/;
+// Plaid's kids are UUIDs; anything outside this shape never reaches Plaid or a log line.
+const KID_SHAPE = /^[A-Za-z0-9._:-]{1,128}$/;
+const claimsSchema = z.object({
+  iat: z.number().int().nonnegative(),
+  request_body_sha256: z.string().regex(/^[0-9a-fA-F]{64}$/),
+});
+
+export function createWebhookVerifier(options: WebhookVerifierOptions): WebhookVerifier {
+  const clock = options.clock ?? Date.now;
+  const maxAgeSeconds = options.maxAgeSeconds ?? 300;
+  const skewSeconds = options.skewSeconds ?? 5;
+  const keys = new WebhookKeyCache({
+    fetchKey: options.fetchKey,
+    clock,
+    logger: options.logger,
+    recheckAfterSeconds: options.recheckKeyAfterSeconds ?? 3600,
+    unknownKidTtlSeconds: options.unknownKidTtlSeconds ?? 300,
+    newKidLookupsPerMinute: options.newKidLookupsPerMinute ?? 10,
+  });
+  const refuse = (reason: WebhookVerificationFailure, message: string): never => {
+    throw new WebhookVerificationError(reason, message);
+  };
+
+  return {
+    async verify(rawBody, header) {
+      if (!Buffer.isBuffer(rawBody)) throw new TypeError('verify() needs the raw body bytes as a Buffer');
+      if (header === undefined || header.trim() === '') {
+        return refuse('missing_header', 'The Plaid-Verification header is missing');
+      }
+      const token = header.trim();
+      if (token.length > MAX_HEADER_LENGTH || !COMPACT_JWS.test(token)) {
+        return refuse('malformed', 'The Plaid-Verification header is not a compact JWT');
+      }
+
+      // Read, not trusted: it only picks the algorithm we insist on and the key to ask Plaid for.
+      let protectedHeader: ReturnType<typeof decodeProtectedHeader>;
+      try {
+        protectedHeader = decodeProtectedHeader(token);
+      } catch {
+        return refuse('malformed', 'The JWT header cannot be decoded');
+      }
+      if (protectedHeader.alg !== 'ES256') {
+        return refuse('unsupported_alg', 'Only ES256-signed webhooks are accepted');
+      }
+      const kid = protectedHeader.kid;
+      if (typeof kid !== 'string' || !KID_SHAPE.test(kid)) {
+        return refuse('malformed', 'The JWT header has no usable key id');
+      }
+
+      let key: UsableKey;
+      try {
+        key = await keys.keyFor(kid);
+      } catch (error) {
+        if (error instanceof KeyLookupError) return refuse(error.reason, error.message);
+        throw error;
+      }
+      const nowMs = clock();
+      if (key.expiredAt !== null && key.expiredAt * 1000 <= nowMs) {
+        return refuse('expired_key', 'The key this webhook names has been retired by Plaid');
+      }
+
+      let payload: Uint8Array;
+      try {
+        ({ payload } = await compactVerify(token, key.publicKey, { algorithms: ['ES256'] }));
+      } catch (error) {
+        if (error instanceof joseErrors.JWSSignatureVerificationFailed) {
+          return refuse('bad_signature', 'The webhook signature does not match the key');
+        }
+        return refuse('malformed', 'The JWT cannot be verified');
+      }
+
+      const claims = claimsSchema.safeParse(parseJson(Buffer.from(payload)));
+      if (!claims.success) {
+        return refuse('malformed', 'The JWT lacks a numeric iat or a request_body_sha256');
+      }
+      const ageSeconds = nowMs / 1000 - claims.data.iat;
+      if (ageSeconds > maxAgeSeconds) {
+        return refuse('stale', `The webhook was signed more than ${maxAgeSeconds} seconds ago`);
+      }
+      if (-ageSeconds > skewSeconds) {
+        return refuse('future', 'The webhook claims to be signed in the future');
+      }
+
+      const actual = Buffer.from(createHash('sha256').update(rawBody).digest('hex'), 'ascii');
+      const claimed = Buffer.from(claims.data.request_body_sha256.toLowerCase(), 'ascii');
+      // Both are 64 hex characters (the schema says so), as timingSafeEqual requires.
+      if (!timingSafeEqual(actual, claimed)) {
+        return refuse('body_mismatch', 'The body is not the one that was signed');
+      }
+
+      const body = parseJson(rawBody);
+      if (body === undefined) return refuse('malformed', 'The signed body is not JSON');
+      return { body, kid, issuedAt: claims.data.iat };
+    },
+  };
+}
+
+function parseJson(bytes: Buffer): unknown {
+  try {
+    return JSON.parse(bytes.toString('utf8')) as unknown;
+  } catch {
+    return undefined;
+  }
+}

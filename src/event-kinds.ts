@@ -9,6 +9,9 @@ export const EVENT_KINDS = [
   'account_removed',
   'institution_removed',
   'provider_error',
+  'connection_status_changed',
+  'connection_refreshed',
+  'accounts_added',
 ] as const;
 
 export type EventKind = (typeof EVENT_KINDS)[number];

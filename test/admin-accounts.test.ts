@@ -59,6 +59,7 @@ describe('GET /admin/accounts', () => {
       mask: '0000',
       type: 'depository',
       subtype: 'checking',
+      status: 'good',
       created_at: expect.stringMatching(/^\d{4}-\d\d-\d\dT/),
     });
     expect(response.text).not.toMatch(/access-sandbox|access_token|ciphertext/);
@@ -230,7 +231,7 @@ describe('GET /admin/accounts', () => {
     expect(response.headers['content-type']).toMatch(/^text\/csv/);
     const lines = response.text.trimEnd().split('\n');
     expect(lines[0]).toBe(
-      'provider_account_id,subscription_user_id,app_name,institution_id,institution_name,name,mask,type,subtype,created_at',
+      'provider_account_id,subscription_user_id,app_name,institution_id,institution_name,name,mask,type,subtype,created_at,status',
     );
     expect(lines).toHaveLength(13);
     expect(lines[1]).toContain(

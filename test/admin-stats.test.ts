@@ -60,6 +60,12 @@ describe('GET /admin/stats', () => {
       error: { error_type: 'INVALID_INPUT', error_code: 'INVALID_API_KEYS' },
     });
     await link(cat, 'Budget');
+    // Ben's bank asks him to log in again; Plaid says so by webhook.
+    await service.deps.pool.query(
+      `UPDATE connections SET status = 'login_required', error_code = 'ITEM_LOGIN_REQUIRED'
+        WHERE subscription_user_id = $1`,
+      [ben],
+    );
     await service.deps.pool.query(
       `INSERT INTO events (kind, occurred_at) VALUES
          ('link_token_created', now() - interval '3 days'),
@@ -119,6 +125,9 @@ describe('GET /admin/stats', () => {
       account_removed: 1,
       institution_removed: 1,
       provider_error: 1,
+      connection_status_changed: 0,
+      connection_refreshed: 0,
+      accounts_added: 0,
     });
     expect(stats.activity.last_7d).toMatchObject({ link_token_created: 4, exchange_completed: 4 });
     expect(stats.activity.last_30d).toMatchObject({ link_token_created: 4, exchange_completed: 5 });
@@ -126,5 +135,15 @@ describe('GET /admin/stats', () => {
     expect(to - Date.parse(stats.activity.windows.last_7d.from)).toBe(7 * 24 * 3600 * 1000);
     expect(stats.generated_at).toBe(stats.activity.windows.last_24h.to);
     expect(stats.provider_removals).toEqual({ pending: 0, dead: 0 });
+  });
+
+  it('when read, then connections are counted by status, every status listed', () => {
+    expect(stats.connections_by_status).toEqual({
+      good: 2,
+      login_required: 1,
+      pending_expiration: 0,
+      pending_disconnect: 0,
+      error: 0,
+    });
   });
 });

@@ -55,6 +55,8 @@ describe('POST /exchange-public-token', () => {
       subtype: 'checking',
       institution_id: 'ins_109510',
       institution_name: 'Tattersall Federal Credit Union',
+      item_id: service.emulator.items().at(-1)!.item_id,
+      status: 'good',
       access_token: expect.stringMatching(/^access-sandbox-/),
     });
     const [institution] = await rowsOf(

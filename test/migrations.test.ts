@@ -4,6 +4,7 @@ import path from 'node:path';
 import { promisify } from 'node:util';
 import { Client } from 'pg';
 import { MIGRATIONS_DIR, migrateDatabase } from '../src/db/migrate';
+import { CONNECTION_STATUSES } from '../src/connection-status';
 import { EVENT_KINDS } from '../src/event-kinds';
 import { createLogger } from '../src/logger';
 import { createTestDatabase, type TestDatabase } from './support/database';
@@ -53,6 +54,8 @@ describe('migrations', () => {
       'outbox',
       'pgmigrations',
       'rate_limits',
+      'reconciliation_runs',
+      'webhook_deliveries',
     ]);
   });
 
@@ -90,7 +93,7 @@ describe('migrations', () => {
   });
 });
 
-describe('the event kinds', () => {
+describe('the declared lists', () => {
   it('when the database checks an event kind, then it allows exactly the kinds the code declares', async () => {
     const database = await createTestDatabase();
     try {
@@ -104,6 +107,26 @@ describe('the event kinds', () => {
       const allowed = [...rows[0]!.definition.matchAll(/'([a-z_]+)'::text/g)].map((match) => match[1]);
 
       expect([...allowed].sort()).toEqual([...EVENT_KINDS].sort());
+    } finally {
+      await database.drop();
+    }
+  });
+});
+
+describe('the connection statuses', () => {
+  it('when the database checks a connection status, then it allows exactly the statuses the code declares', async () => {
+    const database = await createTestDatabase();
+    try {
+      const client = new Client({ connectionString: database.url });
+      await client.connect();
+      const { rows } = await client.query<{ definition: string }>(
+        `SELECT pg_get_constraintdef(oid) AS definition FROM pg_constraint WHERE conname = 'connections_status_check'`,
+      );
+      await client.end();
+
+      const allowed = [...rows[0]!.definition.matchAll(/'([a-z_]+)'::text/g)].map((match) => match[1]);
+
+      expect([...allowed].sort()).toEqual([...CONNECTION_STATUSES].sort());
     } finally {
       await database.drop();
     }

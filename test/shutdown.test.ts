@@ -69,18 +69,25 @@ async function inconsistenciesOf(database: TestDatabase, emulator: PlaidEmulator
   }
 }
 
+/** A database and a "Plaid" that outlive the service processes a test starts and stops. */
+async function openDatabaseAndPlaid(): Promise<{ database: TestDatabase; emulator: PlaidEmulator }> {
+  const emulator = new PlaidEmulator({ credentials: PLAID });
+  await emulator.listen(0);
+  return { database: await createTestDatabase(), emulator };
+}
+
+async function closeDatabaseAndPlaid(database: TestDatabase, emulator: PlaidEmulator): Promise<void> {
+  await emulator.close();
+  await database.drop();
+}
+
 describe('SIGTERM', () => {
   let database: TestDatabase;
   let emulator: PlaidEmulator;
   beforeAll(async () => {
-    database = await createTestDatabase();
-    emulator = new PlaidEmulator({ credentials: PLAID });
-    await emulator.listen(0);
+    ({ database, emulator } = await openDatabaseAndPlaid());
   });
-  afterAll(async () => {
-    await emulator.close();
-    await database.drop();
-  });
+  afterAll(() => closeDatabaseAndPlaid(database, emulator));
 
   it('when SIGTERM arrives, then /readyz says 503 at once while requests are still served for SHUTDOWN_GRACE_MS, and only then the listener closes', async () => {
     const secret = randomBytes(16).toString('hex');
@@ -164,14 +171,9 @@ describe('a crash', () => {
   let database: TestDatabase;
   let emulator: PlaidEmulator;
   beforeAll(async () => {
-    database = await createTestDatabase();
-    emulator = new PlaidEmulator({ credentials: PLAID });
-    await emulator.listen(0);
+    ({ database, emulator } = await openDatabaseAndPlaid());
   });
-  afterAll(async () => {
-    await emulator.close();
-    await database.drop();
-  });
+  afterAll(() => closeDatabaseAndPlaid(database, emulator));
 
   it('when the process is killed right after answering a removal while Plaid fails, then after a restart the worker removes the Item at Plaid', async () => {
     const secret = randomBytes(16).toString('hex');

@@ -1,5 +1,6 @@
 import { extendZodWithOpenApi } from '@asteasolutions/zod-to-openapi';
 import { z } from 'zod';
+import { CONNECTION_STATUSES } from '../connection-status';
 import { EVENT_KINDS, type EventKind } from '../event-kinds';
 import { ERROR_CODES, ERROR_REGISTRY } from '../errors';
 
@@ -7,11 +8,11 @@ extendZodWithOpenApi(z);
 
 export { z };
 
-const MAX_ID_LENGTH = 256;
+export const MAX_ID_LENGTH = 256;
 /** Plaid's names, as the provider accepts them. */
-const MAX_NAME_LENGTH = 512;
-const MAX_MASK_LENGTH = 32;
-const MAX_TYPE_LENGTH = 64;
+export const MAX_NAME_LENGTH = 512;
+export const MAX_MASK_LENGTH = 32;
+export const MAX_TYPE_LENGTH = 64;
 /** An ISO 8601 timestamp, as toISOString writes it (24 characters; 27 past the year 9999). */
 const MAX_TIMESTAMP_LENGTH = 32;
 /** Counts come from `count(*)::int`: at most a 32-bit integer. */
@@ -46,8 +47,8 @@ const identifier = (description: string) =>
     .openapi({ description });
 
 /** What the service sends: bounded by what the provider and the database accept. */
-const wireText = (maxLength: number) => z.string().max(maxLength);
-const wireTimestamp = () => z.string().max(MAX_TIMESTAMP_LENGTH).openapi({ format: 'date-time' });
+export const wireText = (maxLength: number) => z.string().max(maxLength);
+export const wireTimestamp = () => z.string().max(MAX_TIMESTAMP_LENGTH).openapi({ format: 'date-time' });
 export const count = () => z.number().int().min(0).max(MAX_INT32).openapi({ format: 'int32' });
 
 // Plaid says not to parse its identifiers, so only the documented `<type>-<environment>-` shape is checked.
@@ -61,7 +62,7 @@ export const accessTokenSchema = z
   .regex(/^access-(sandbox|production)-[A-Za-z0-9-]{8,128}$/, 'must look like a Plaid access token')
   .openapi({ maxLength: MAX_TOKEN_LENGTH, example: 'access-sandbox-8d7e6f5a-4b3c-4d2e-8f1a-0b9c8d7e6f5a' });
 
-const subscriptionUserId = identifier("The website's id for the user; Plaid's user.client_user_id.");
+export const subscriptionUserId = identifier("The website's id for the user; Plaid's user.client_user_id.");
 const appName = identifier('The app name shown in Plaid Link (client_name).');
 
 export const createLinkTokenBody = z
@@ -107,6 +108,13 @@ export const exchangePublicTokenBody = z
   })
   .openapi('ExchangePublicTokenRequest');
 
+export const connectionStatusSchema = z.enum(CONNECTION_STATUSES).openapi('ConnectionStatus', {
+  description:
+    'What Plaid last said about the connection: `good`; `login_required` (send the user through update mode); ' +
+    '`pending_expiration` (consent ends at `consent_expiration_time`); `pending_disconnect` (Plaid will ' +
+    'disconnect it); `error` (see `error_code`).',
+});
+
 export const connectedAccountSchema = z
   .object({
     provider_account_id: wireText(MAX_ID_LENGTH),
@@ -117,6 +125,8 @@ export const connectedAccountSchema = z
     subtype: wireText(MAX_TYPE_LENGTH).nullable(),
     institution_id: wireText(MAX_ID_LENGTH).openapi({ description: "Plaid's institution id (`ins_…`)." }),
     institution_name: wireText(MAX_NAME_LENGTH),
+    item_id: wireText(MAX_ID_LENGTH).openapi({ description: "Plaid's id of the connection (the Item)." }),
+    status: connectionStatusSchema,
     access_token: wireText(MAX_ID_LENGTH).openapi({
       pattern: '^access-[a-z]+-[A-Za-z0-9-]+$',
       description: 'Keep it server-side; needed for /remove-institution.',
@@ -214,6 +224,10 @@ export const adminAccountsQuery = z
     created_before: isoDateTime
       .optional()
       .openapi({ description: 'Exclusive.', example: '2026-12-01T00:00:00Z' }),
+    status: z
+      .enum(CONNECTION_STATUSES)
+      .optional()
+      .openapi({ description: 'Only accounts of connections in this status.', example: 'login_required' }),
   })
   .strict();
 
@@ -229,6 +243,7 @@ export const adminAccountSchema = z
     type: wireText(MAX_TYPE_LENGTH),
     subtype: wireText(MAX_TYPE_LENGTH).nullable(),
     created_at: wireTimestamp(),
+    status: connectionStatusSchema,
   })
   .openapi('AdminAccount');
 
@@ -290,9 +305,19 @@ export const adminStatsResponse = z
       last_7d: activityCounts,
       last_30d: activityCounts,
     }),
+    connections_by_status: z
+      .object(
+        Object.fromEntries(CONNECTION_STATUSES.map((status) => [status, count()])) as Record<
+          (typeof CONNECTION_STATUSES)[number],
+          ReturnType<typeof count>
+        >,
+      )
+      .openapi({ description: 'Connections in each status, every status listed (zeros included).' }),
     provider_removals: z.object({
       pending: count().openapi({ description: 'Item removals still being retried at the provider.' }),
-      dead: count().openapi({ description: 'Item removals that gave up; they need a person.' }),
+      dead: count().openapi({
+        description: 'Item removals that gave up; retry them with POST /admin/removals/retry-dead.',
+      }),
     }),
   })
   .openapi('AdminStats');

@@ -1,4 +1,5 @@
 import type { Pool, PoolClient } from 'pg';
+import type { ConnectionStatus } from '../connection-status';
 import QueryStream from 'pg-query-stream';
 import { withTransaction } from '../db/pool';
 import type { Queryable } from './connections-repository';
@@ -10,6 +11,7 @@ export interface AccountFilters {
   type?: string | undefined;
   createdAfter?: Date | undefined;
   createdBefore?: Date | undefined;
+  status?: ConnectionStatus | undefined;
 }
 
 export interface AdminAccountRow {
@@ -23,11 +25,12 @@ export interface AdminAccountRow {
   mask: string | null;
   type: string;
   subtype: string | null;
+  status: ConnectionStatus;
   created_at: Date;
 }
 
 const ACCOUNT_COLUMNS = `a.id, a.provider_account_id, c.subscription_user_id, c.app_name,
-       c.institution_id, c.institution_name, a.name, a.mask, a.type, a.subtype,
+       c.institution_id, c.institution_name, a.name, a.mask, a.type, a.subtype, c.status,
        a.created_at`;
 
 /** Only the filters that are set become clauses, so each query gets a plan for its own shape. */
@@ -45,6 +48,7 @@ function accountQuery(filters: AccountFilters, afterId: string | undefined, limi
   if (filters.type !== undefined) add('a.type = ?', filters.type);
   if (filters.createdAfter !== undefined) add('a.created_at >= ?', filters.createdAfter);
   if (filters.createdBefore !== undefined) add('a.created_at < ?', filters.createdBefore);
+  if (filters.status !== undefined) add('c.status = ?', filters.status);
   let text = `SELECT ${ACCOUNT_COLUMNS}
     FROM accounts a JOIN connections c ON c.id = a.connection_id
     ${clauses.length > 0 ? `WHERE ${clauses.join(' AND ')}` : ''}
@@ -97,6 +101,7 @@ export interface StatsRows {
   byType: { type: string; subtype: string | null; accounts: number }[];
   activity: { kind: string; last_24h: number; last_7d: number; last_30d: number }[];
   outbox: { state: string; count: number }[];
+  byStatus: { status: ConnectionStatus; count: number }[];
 }
 
 /** One snapshot on one connection: the figures agree with each other, and stats take one connection. */
@@ -140,6 +145,7 @@ export async function readStats(pool: Pool, now: Date, topInstitutionLimit: numb
     const outbox = await db.query(
       `SELECT state, count(*)::int AS count FROM outbox WHERE state <> 'done' GROUP BY state`,
     );
+    const byStatus = await db.query(`SELECT status, count(*)::int AS count FROM connections GROUP BY status`);
     return {
       totals: totals.rows[0],
       byApp: byApp.rows,
@@ -147,6 +153,7 @@ export async function readStats(pool: Pool, now: Date, topInstitutionLimit: numb
       byType: byType.rows,
       activity: activity.rows,
       outbox: outbox.rows,
+      byStatus: byStatus.rows,
     };
   });
 }

@@ -1,4 +1,5 @@
 import type { Pool, PoolClient } from 'pg';
+import type { ConnectionStatus } from '../connection-status';
 
 export type Queryable = Pool | PoolClient;
 
@@ -23,6 +24,7 @@ export interface AccountRow {
   institution_name: string;
   provider_item_id: string;
   access_token_ciphertext: string;
+  status: ConnectionStatus;
 }
 
 export interface NewAccount {
@@ -88,7 +90,7 @@ export async function insertAccounts(
 export async function listAccountsOfConnection(db: Queryable, connectionId: string): Promise<AccountRow[]> {
   const { rows } = await db.query<AccountRow>(
     `SELECT a.provider_account_id, a.name, a.official_name, a.mask, a.type, a.subtype,
-            c.institution_id, c.institution_name, c.provider_item_id, c.access_token_ciphertext
+            c.institution_id, c.institution_name, c.provider_item_id, c.access_token_ciphertext, c.status
        FROM accounts a JOIN connections c ON c.id = a.connection_id
       WHERE c.id = $1
       ORDER BY a.id`,

@@ -1,6 +1,7 @@
 import { Transform, pipeline, type Readable } from 'node:stream';
 import type { Pool, PoolClient } from 'pg';
 import { decodeCursor, encodeCursor } from '../crypto/admin-cursor';
+import { CONNECTION_STATUSES, type ConnectionStatus } from '../connection-status';
 import { EVENT_KINDS } from '../event-kinds';
 import { AppError, validationFailed } from '../errors';
 import type { Logger } from '../logger';
@@ -25,6 +26,7 @@ export interface AdminAccount {
   mask: string | null;
   type: string;
   subtype: string | null;
+  status: ConnectionStatus;
   created_at: string;
 }
 
@@ -60,6 +62,7 @@ function toAdminAccount(row: AdminAccountRow): AdminAccount {
     mask: row.mask,
     type: row.type,
     subtype: row.subtype,
+    status: row.status,
     created_at: row.created_at.toISOString(),
   };
 }
@@ -191,6 +194,12 @@ export class AdminService {
         ),
         ...activity,
       },
+      connections_by_status: Object.fromEntries(
+        CONNECTION_STATUSES.map((status) => [
+          status,
+          rows.byStatus.find((row) => row.status === status)?.count ?? 0,
+        ]),
+      ) as Record<ConnectionStatus, number>,
       provider_removals: {
         pending: rows.outbox.find((row) => row.state === 'pending')?.count ?? 0,
         dead: rows.outbox.find((row) => row.state === 'dead')?.count ?? 0,

@@ -1,3 +1,4 @@
+import type { ConnectionStatus } from '../connection-status';
 import type { ProviderAccount } from '../provider/account-provider';
 import { AppError, databaseUnavailable } from '../errors';
 import { CommitOutcomeUnknownError, isUniqueViolation, withTransaction } from '../db/pool';
@@ -28,6 +29,8 @@ export interface ConnectedAccount {
   subtype: string | null;
   institutionId: string;
   institutionName: string;
+  itemId: string;
+  status: ConnectionStatus;
   accessToken: string;
 }
 
@@ -60,6 +63,8 @@ interface NewConnection {
   accounts: ProviderAccount[];
   institutionId: string;
   institutionName: string;
+  /** Where Plaid sends this Item's webhooks now. */
+  webhook: string | null;
 }
 
 /** The claim was taken from this request (a sweeper abandoned its exchange); nothing may be stored. */
@@ -89,6 +94,7 @@ export async function performExchange(
   const connection = await describeNewConnection(deps, input, claim, exchanged);
   await storeConnection(deps, input, claim, exchanged, connection);
   await deps.hooks?.afterConnectionStored?.();
+  await pointWebhookHere(deps, exchanged, connection);
   return connection.accounts.map((account) => ({
     providerAccountId: account.accountId,
     name: account.name,
@@ -98,6 +104,8 @@ export async function performExchange(
     subtype: account.subtype,
     institutionId: connection.institutionId,
     institutionName: connection.institutionName,
+    itemId: exchanged.itemId,
+    status: 'good' as const,
     accessToken: exchanged.accessToken,
   }));
 }
@@ -175,7 +183,7 @@ async function describeNewConnection(
       (await callProvider(deps.pool, 'institutions/get_by_id', input, () =>
         deps.provider.getInstitutionName(institutionId),
       ));
-    return { accounts: details.accounts, institutionId, institutionName };
+    return { accounts: details.accounts, institutionId, institutionName, webhook: details.item.webhook };
   } catch (error) {
     await abandonExchange(deps, claim, exchanged, { failureCode: 'EXCHANGE_FAILED', input });
     throw error;
@@ -317,4 +325,22 @@ async function abandonExchange(
         ),
       );
   }
+}
+
+/**
+ * Every Item must report to this service: one made outside our Link tokens (or before PLAID_WEBHOOK_URL
+ * was set) is pointed here. After the commit, so a failure only logs: the connection is stored, and
+ * reconciliation finds such an Item's status anyway.
+ */
+async function pointWebhookHere(
+  deps: RuleDependencies,
+  exchanged: ExchangedItem,
+  connection: NewConnection,
+): Promise<void> {
+  if (!deps.webhookUrl || connection.webhook === deps.webhookUrl) return;
+  await deps.provider
+    .updateItemWebhook(exchanged.accessToken, deps.webhookUrl)
+    .catch((error: unknown) =>
+      deps.logger.warn({ err: error, itemId: exchanged.itemId }, "could not point the Item's webhook here"),
+    );
 }

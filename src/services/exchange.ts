@@ -124,7 +124,8 @@ export class ExchangeService {
   }
 }
 
-function toConnectedAccount(row: AccountRow, accessToken: string): ConnectedAccount {
+/** A stored account as the website gets it, with its connection's access token. */
+export function toConnectedAccount(row: AccountRow, accessToken: string): ConnectedAccount {
   return {
     providerAccountId: row.provider_account_id,
     name: row.name,
@@ -134,6 +135,8 @@ function toConnectedAccount(row: AccountRow, accessToken: string): ConnectedAcco
     subtype: row.subtype,
     institutionId: row.institution_id,
     institutionName: row.institution_name,
+    itemId: row.provider_item_id,
+    status: row.status,
     accessToken,
   };
 }

@@ -27,6 +27,8 @@ export interface RuleDependencies {
   concurrentExchangeWaitMs?: number;
   /** How long a removal's answer waits for the provider-side removal before leaving it to the worker. */
   removalWaitMs?: number;
+  /** PLAID_WEBHOOK_URL: where every Item must send its webhooks. */
+  webhookUrl?: string | undefined;
 }
 
 /** A call to the provider whose failure is also recorded as a `provider_error` event. */

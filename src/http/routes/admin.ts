@@ -21,6 +21,7 @@ const CSV_COLUMNS = [
   'type',
   'subtype',
   'created_at',
+  'status',
 ] as const;
 
 function csvField(value: string | null): string {
@@ -95,6 +96,7 @@ const EXAMPLE_ACCOUNT: AdminAccount = {
   mask: '0000',
   type: 'depository',
   subtype: 'checking',
+  status: 'good',
   created_at: '2026-11-22T02:13:13.177Z',
 };
 
@@ -132,6 +134,7 @@ export const listAdminAccounts = defineEndpoint({
       type: query.type,
       createdAfter: query.created_after,
       createdBefore: query.created_before,
+      status: query.status,
     };
     const format = req.accepts(['application/json', 'application/x-ndjson', 'text/csv']);
     if (format === 'application/x-ndjson' || format === 'text/csv') {

@@ -3,7 +3,9 @@ import { PROVIDER_FAILURES, defineEndpoint } from '../endpoint';
 import { exchangePublicTokenBody, exchangePublicTokenResponse, type z } from '../schemas';
 
 /** The wire names of an account record; the public API keeps them whatever the code calls things. */
-function toWire(account: ConnectedAccount): z.input<typeof exchangePublicTokenResponse>['accounts'][number] {
+export function toWireAccount(
+  account: ConnectedAccount,
+): z.input<typeof exchangePublicTokenResponse>['accounts'][number] {
   return {
     provider_account_id: account.providerAccountId,
     name: account.name,
@@ -13,6 +15,8 @@ function toWire(account: ConnectedAccount): z.input<typeof exchangePublicTokenRe
     subtype: account.subtype,
     institution_id: account.institutionId,
     institution_name: account.institutionName,
+    item_id: account.itemId,
+    status: account.status,
     access_token: account.accessToken,
   };
 }
@@ -75,6 +79,6 @@ export const exchangePublicToken = defineEndpoint({
       appName: body.app_name,
       metadata: body.metadata,
     });
-    return { accounts: accounts.map(toWire) };
+    return { accounts: accounts.map(toWireAccount) };
   },
 });

@@ -36,7 +36,11 @@ async function readServedDocument() {
     linkTokens: notHere('linkTokens'),
     exchanges: notHere('exchanges'),
     removals: notHere('removals'),
+    connectionHealth: notHere('connectionHealth'),
+    refreshes: notHere('refreshes'),
+    overview: notHere('overview'),
     admin: notHere('admin'),
+    reconciliation: notHere('reconciliation'),
   });
   const server = await new Promise((resolve) => {
     const listening = app.listen(0, '127.0.0.1', () => resolve(listening));

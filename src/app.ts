@@ -11,9 +11,13 @@ import { requireJsonBody } from './http/middleware/require-json';
 import { mountEndpoints, type EndpointServices } from './http/endpoint';
 import { ENDPOINTS } from './http/endpoints';
 import type { AdminService } from './services/admin';
+import type { ConnectionHealthService } from './services/connection-health';
+import type { ConnectionOverviewService } from './services/connection-overview';
 import type { ExchangeService } from './services/exchange';
+import type { RefreshConnectionService } from './services/refresh-connection';
 import type { LinkTokenService } from './services/link-tokens';
 import type { OutboxProcessor } from './services/outbox-processor';
+import type { ReconciliationService } from './services/reconciliation';
 import type { RemovalService } from './services/removal';
 
 export interface AppDependencies {
@@ -24,7 +28,11 @@ export interface AppDependencies {
   linkTokens: LinkTokenService;
   exchanges: ExchangeService;
   removals: RemovalService;
+  connectionHealth: ConnectionHealthService;
+  refreshes: RefreshConnectionService;
+  overview: ConnectionOverviewService;
   admin: AdminService;
+  reconciliation: ReconciliationService;
   /** Per admin secret, over every /admin route; unset (apps built by hand in tests): no limit. */
   adminRequestsPerMinute?: number;
   clock?: () => Date;
@@ -84,13 +92,17 @@ export function createApp(deps: AppDependencies): Express {
     linkTokens: deps.linkTokens,
     exchanges: deps.exchanges,
     removals: deps.removals,
+    connectionHealth: deps.connectionHealth,
+    refreshes: deps.refreshes,
+    overview: deps.overview,
     admin: deps.admin,
+    reconciliation: deps.reconciliation,
     clock: deps.clock ?? (() => new Date()),
     isShuttingDown,
   };
   mountEndpoints(
     app,
-    ENDPOINTS.filter((endpoint) => endpoint.access === 'anyone'),
+    ENDPOINTS.filter((endpoint) => endpoint.access === 'anyone' || endpoint.access === 'plaid-signature'),
     { services },
   );
 
@@ -109,7 +121,7 @@ export function createApp(deps: AppDependencies): Express {
 
   mountEndpoints(
     app,
-    ENDPOINTS.filter((endpoint) => endpoint.access !== 'anyone'),
+    ENDPOINTS.filter((endpoint) => endpoint.access !== 'anyone' && endpoint.access !== 'plaid-signature'),
     { services, limiters: { 'per-admin-secret': limitAdminRequests(deps.adminRequestsPerMinute) } },
   );
   // A path under /admin that no endpoint serves is still no business of the website's secret.

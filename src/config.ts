@@ -72,6 +72,8 @@ const environmentSchema = z.object({
   ADMIN_POOL_SIZE: positiveInt(3),
   ADMIN_EXPORT_CONCURRENCY: positiveInt(2),
   ADMIN_EXPORT_STALL_TIMEOUT_MS: positiveInt(30_000),
+  RECONCILE_CONCURRENCY: positiveInt(4),
+  RECONCILE_REQUESTS_PER_SECOND: positiveInt(10),
   SHUTDOWN_TIMEOUT_MS: positiveInt(20_000),
   SHUTDOWN_GRACE_MS: z.coerce.number().int().min(0).optional(),
 });
@@ -116,6 +118,8 @@ export interface Config {
   };
   outbox: { pollIntervalMs: number; maxBackoffSeconds: number; retryHorizonHours: number };
   admin: { poolSize: number; exportConcurrency: number; exportStallTimeoutMs: number };
+  /** Reconciliation's calls to Plaid's /item/get: how many at once, and how many started per second. */
+  reconciliation: { concurrency: number; requestsPerSecond: number };
   shutdownTimeoutMs: number;
   /** After SIGTERM, how long /readyz says 503 while requests are still served, before the listener closes. */
   shutdownGraceMs: number;
@@ -281,6 +285,10 @@ export function loadConfig(
       poolSize: env.ADMIN_POOL_SIZE,
       exportConcurrency: env.ADMIN_EXPORT_CONCURRENCY,
       exportStallTimeoutMs: env.ADMIN_EXPORT_STALL_TIMEOUT_MS,
+    },
+    reconciliation: {
+      concurrency: env.RECONCILE_CONCURRENCY,
+      requestsPerSecond: env.RECONCILE_REQUESTS_PER_SECOND,
     },
     shutdownTimeoutMs: env.SHUTDOWN_TIMEOUT_MS,
     shutdownGraceMs,

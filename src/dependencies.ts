@@ -7,12 +7,17 @@ import type { Logger } from './logger';
 import type { AccountProvider } from './provider/account-provider';
 import { PlaidProvider, type PlaidProviderOptions } from './provider/plaid-provider';
 import { AdminService } from './services/admin';
+import { createWebhookVerifier } from './provider/webhook-verifier';
+import { ConnectionHealthService } from './services/connection-health';
+import { ConnectionOverviewService } from './services/connection-overview';
 import { ExchangeService } from './services/exchange';
+import { RefreshConnectionService } from './services/refresh-connection';
 import { LinkTokenService } from './services/link-tokens';
 import { RemovalService } from './services/removal';
 import type { RuleDependencies, RuleHooks } from './services/rule-dependencies';
 import { OutboxProcessor } from './services/outbox-processor';
 import { RateLimits } from './services/rate-limits';
+import { ReconciliationService } from './services/reconciliation';
 
 export interface Dependencies {
   pool: Pool;
@@ -25,12 +30,17 @@ export interface Dependencies {
   linkTokens: LinkTokenService;
   exchanges: ExchangeService;
   removals: RemovalService;
+  connectionHealth: ConnectionHealthService;
+  refreshes: RefreshConnectionService;
+  overview: ConnectionOverviewService;
   admin: AdminService;
+  /** Call its stop() before the pools close: a run in progress ends as failed. */
+  reconciliation: ReconciliationService;
 }
 
 export interface DependencyOverrides {
   databaseUrl: string;
-  plaid: { clientId: string; secret: string; baseUrl?: string | undefined };
+  plaid: { clientId: string; secret: string; baseUrl?: string | undefined; webhookUrl?: string | undefined };
   providerTuning?: Partial<
     Pick<
       PlaidProviderOptions,
@@ -64,6 +74,7 @@ export function buildDependencies(
       clientId: overrides.plaid.clientId,
       secret: overrides.plaid.secret,
       baseUrl: overrides.plaid.baseUrl ?? config.plaid.baseUrl,
+      webhookUrl: overrides.plaid.webhookUrl ?? config.plaid.webhookUrl,
       ...overrides.providerTuning,
       logger: logger.child({ component }),
     });
@@ -88,6 +99,7 @@ export function buildDependencies(
     logger: logger.child({ component: 'rules' }),
     hooks: overrides.hooks,
     removalWaitMs: overrides.removalWaitMs,
+    webhookUrl: overrides.plaid.webhookUrl ?? config.plaid.webhookUrl,
   };
   const admin = new AdminService({
     pool: adminPool,
@@ -106,7 +118,24 @@ export function buildDependencies(
     linkTokens: new LinkTokenService(rules),
     exchanges: new ExchangeService(rules),
     removals: new RemovalService(rules),
+    connectionHealth: new ConnectionHealthService({
+      ...rules,
+      webhookVerifier: createWebhookVerifier({
+        fetchKey: (kid) => provider.getWebhookVerificationKey(kid),
+        logger: logger.child({ component: 'webhook-verifier' }),
+      }),
+    }),
+    refreshes: new RefreshConnectionService(rules),
+    overview: new ConnectionOverviewService(rules),
     admin,
+    // Its own provider, as the outbox's: a run during a Plaid outage must not open users' breaker.
+    reconciliation: new ReconciliationService({
+      pool,
+      provider: plaidProvider('reconciliation-provider'),
+      vault,
+      logger: logger.child({ component: 'reconciliation' }),
+      ...config.reconciliation,
+    }),
   };
 }
 
@@ -121,6 +150,10 @@ export function toAppDependencies(config: Config, logger: Logger, deps: Dependen
     linkTokens: deps.linkTokens,
     exchanges: deps.exchanges,
     removals: deps.removals,
+    connectionHealth: deps.connectionHealth,
+    refreshes: deps.refreshes,
+    overview: deps.overview,
     admin: deps.admin,
+    reconciliation: deps.reconciliation,
   };
 }

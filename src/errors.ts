@@ -26,6 +26,12 @@ export const ERROR_REGISTRY = {
     title: 'Unauthenticated',
     description: 'Missing or unknown `X-Internal-Secret`.',
   },
+  WEBHOOK_UNVERIFIED: {
+    status: 401,
+    title: 'Webhook not verified',
+    description:
+      'The `Plaid-Verification` signature is missing, malformed, expired or does not match the body.',
+  },
   FORBIDDEN: { status: 403, title: 'Forbidden', description: 'The secret belongs to the other role.' },
   NOT_FOUND: {
     status: 404,
@@ -56,6 +62,12 @@ export const ERROR_REGISTRY = {
     status: 409,
     title: 'The connection needs the user to log in again',
     description: 'Plaid needs the user to log in again; create an update-mode link token.',
+  },
+  RECONCILIATION_RUNNING: {
+    status: 409,
+    title: 'Reconciliation already running',
+    description:
+      'A reconciliation run is in progress (on this or another instance); `detail` names its run id.',
   },
   PAYLOAD_TOO_LARGE: { status: 413, title: 'Payload too large', description: 'The body is over 16 kB.' },
   UNSUPPORTED_MEDIA_TYPE: {

@@ -62,6 +62,9 @@ async function main(): Promise<void> {
     // An exchange whose Plaid call started is carried to a stored connection or a queued removal
     // even when its HTTP connection was cut: the pool stays open until it is.
     await deps?.exchanges.drain();
+    await deps?.reconciliation
+      .stop()
+      .catch((error: unknown) => logger.error({ err: error }, 'reconciliation stop failed'));
     await deps?.outbox.stop().catch((error: unknown) => logger.error({ err: error }, 'outbox stop failed'));
     for (const pool of [deps?.pool, deps?.adminPool]) {
       await pool?.end().catch((error: unknown) => logger.error({ err: error }, 'pool close failed'));
@@ -127,19 +130,33 @@ async function start(
   running.embedded = embedded;
   if (applied.length > 0) logger.info({ migrations: applied }, 'applied database migrations');
 
-  let plaid = { clientId: config.plaid.clientId, secret: config.plaid.secret, baseUrl: config.plaid.baseUrl };
+  let plaid = {
+    clientId: config.plaid.clientId,
+    secret: config.plaid.secret,
+    baseUrl: config.plaid.baseUrl,
+    webhookUrl: config.plaid.webhookUrl,
+  };
   if (!plaid.clientId) {
     // loadConfig refuses production without credentials, so the emulator never runs there.
     // Accepts any credentials, so the website team can call its sandbox endpoints with any pair.
     running.emulator = new PlaidEmulator();
     const url = await running.emulator.listen(config.plaid.emulatorPort);
-    plaid = { ...EMULATOR_CREDENTIALS, baseUrl: url };
+    // The built-in emulator's webhooks come back to this service, so statuses work on a laptop too.
+    const webhookUrl =
+      config.plaid.webhookUrl ??
+      (config.port === 0 ? undefined : `http://127.0.0.1:${config.port}/webhooks/plaid`);
+    plaid = { ...EMULATOR_CREDENTIALS, baseUrl: url, webhookUrl };
     logger.info({ url }, `no PLAID_CLIENT_ID: using the built-in Plaid emulator at ${url}`);
   }
 
   const deps = buildDependencies(config, logger, {
     databaseUrl,
-    plaid: { clientId: plaid.clientId as string, secret: plaid.secret as string, baseUrl: plaid.baseUrl },
+    plaid: {
+      clientId: plaid.clientId as string,
+      secret: plaid.secret as string,
+      baseUrl: plaid.baseUrl,
+      webhookUrl: plaid.webhookUrl,
+    },
   });
   running.deps = deps;
   const app = createApp({ ...toAppDependencies(config, logger, deps), isShuttingDown });

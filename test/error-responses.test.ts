@@ -171,7 +171,11 @@ describe('unexpected errors', () => {
       linkTokens: failing,
       exchanges: {} as ExchangeService,
       removals: {} as RemovalService,
+      connectionHealth: {} as never,
+      refreshes: {} as never,
+      overview: {} as never,
       admin: {} as AdminService,
+      reconciliation: {} as never,
     });
 
     const response = await request(app)

@@ -27,7 +27,9 @@ function servedRoutes(app: Express): string[] {
     for (const layer of stack) {
       if (layer.route) {
         for (const method of Object.keys(layer.route.methods).filter((name) => name !== '_all')) {
-          routes.push(`${method.toUpperCase()} ${prefix}${layer.route.path}`);
+          // Express's `:name` is the document's `{name}`.
+          const path = `${prefix}${layer.route.path}`.replace(/:([A-Za-z_][A-Za-z0-9_]*)/g, '{$1}');
+          routes.push(`${method.toUpperCase()} ${path}`);
         }
       } else if (layer.handle.stack) {
         walk(layer.handle.stack, prefix + (layer.rawPath && layer.rawPath !== '/' ? layer.rawPath : ''));
@@ -108,7 +110,9 @@ describe('GET /openapi.json', () => {
 
     expect(new Set(ids).size).toBe(ENDPOINTS.length);
     for (const operation of operations) {
-      expect(operation.operationId).toMatch(/^(check|create|exchange|get|list|remove|retry)[A-Z]\w+$/);
+      expect(operation.operationId).toMatch(
+        /^(check|create|exchange|get|list|receive|refresh|remove|retry|start)[A-Z]\w+$/,
+      );
       expect(operation.tags.length).toBeGreaterThan(0);
       expect(operation.summary).toEqual(expect.any(String));
       expect(operation.description.length).toBeGreaterThan(operation.summary.length);
@@ -164,10 +168,33 @@ describe('GET /openapi.json', () => {
     const accounts = await service.http.get('/admin/accounts').set(asAdmin).query({ limit: 1 });
     const stats = await service.http.get('/admin/stats').set(asAdmin);
     const retried = await service.http.post('/admin/removals/retry-dead').set(asAdmin);
+    const reconcile = await service.http.post('/admin/reconcile').set(asAdmin);
+    let reconciliation = await service.http.get(`/admin/reconcile/${reconcile.body.run_id}`).set(asAdmin);
+    for (let poll = 0; poll < 200 && reconciliation.body.state === 'running'; poll += 1) {
+      await new Promise((resolve) => setTimeout(resolve, 25));
+      reconciliation = await service.http.get(`/admin/reconcile/${reconcile.body.run_id}`).set(asAdmin);
+    }
+    const refreshBody = { subscription_user_id: user, access_token: exchanged.body.accounts[1].access_token };
+    const refreshed = await service.http.post('/refresh-connection').set(asWebsite).send(refreshBody);
+    const statusBody = { subscription_user_id: user };
+    const connectionStatus = await service.http.post('/connection-status').set(asWebsite).send(statusBody);
+    const webhookBody = {
+      environment: 'sandbox',
+      item_id: exchanged.body.accounts[1].item_id,
+      new_webhook_url: 'https://example.test/webhooks/plaid',
+      webhook_code: 'WEBHOOK_UPDATE_ACKNOWLEDGED',
+      webhook_type: 'ITEM',
+    };
+    const rawWebhook = JSON.stringify(webhookBody);
+    const webhook = await service.http
+      .post('/webhooks/plaid')
+      .set('Content-Type', 'application/json')
+      .set('Plaid-Verification', service.emulator.signWebhook(rawWebhook))
+      .send(rawWebhook);
     const liveness = await service.http.get('/healthz');
     const readiness = await service.http.get('/readyz');
 
-    const checks: [string, string, unknown, { status: number; body: unknown }][] = [
+    const checks: [string, string, unknown, { status: number; body: unknown }, number?][] = [
       ['/create-link-token', 'post', linkBody, link],
       ['/exchange-public-token', 'post', exchangeBody, exchanged],
       ['/remove-account', 'post', removeAccountBody, removedAccount],
@@ -175,6 +202,11 @@ describe('GET /openapi.json', () => {
       ['/admin/accounts', 'get', undefined, accounts],
       ['/admin/stats', 'get', undefined, stats],
       ['/admin/removals/retry-dead', 'post', {}, retried],
+      ['/admin/reconcile', 'post', undefined, reconcile, 202],
+      ['/admin/reconcile/{run_id}', 'get', undefined, reconciliation],
+      ['/refresh-connection', 'post', refreshBody, refreshed],
+      ['/connection-status', 'post', statusBody, connectionStatus],
+      ['/webhooks/plaid', 'post', webhookBody, webhook],
       ['/healthz', 'get', undefined, liveness],
       ['/readyz', 'get', undefined, readiness],
       ['/openapi.json', 'get', undefined, { status: 200, body: document }],
@@ -182,12 +214,12 @@ describe('GET /openapi.json', () => {
     expect(checks.map(([path, method]) => `${method.toUpperCase()} ${path}`).sort()).toEqual(
       ENDPOINTS.map((endpoint) => `${endpoint.method.toUpperCase()} ${endpoint.path}`).sort(),
     );
-    for (const [path, method, request, response] of checks) {
-      expect({ path, status: response.status }).toEqual({ path, status: 200 });
+    for (const [path, method, request, response, status = 200] of checks) {
+      expect({ path, status: response.status }).toEqual({ path, status });
       if (request !== undefined) {
         expect({ path, errors: validate(requestSchemaName(path), request) }).toEqual({ path, errors: [] });
       }
-      expect({ path, errors: validateAt(responseSchema(path, method, 200), response.body) }).toEqual({
+      expect({ path, errors: validateAt(responseSchema(path, method, status), response.body) }).toEqual({
         path,
         errors: [],
       });
@@ -292,6 +324,7 @@ describe('GET /openapi.json', () => {
       'cursor',
       'institution_id',
       'limit',
+      'status',
       'subscription_user_id',
       'type',
     ]);
@@ -312,9 +345,12 @@ describe('GET /openapi.json', () => {
     }
     expect(limited.map((endpoint) => endpoint.operationId).sort()).toEqual([
       'createLinkToken',
+      'createReconciliation',
       'exchangePublicToken',
       'getAdminStats',
+      'getReconciliation',
       'listAdminAccounts',
+      'refreshConnection',
       'removeAccount',
       'removeInstitution',
       'retryDeadRemovals',

@@ -90,10 +90,11 @@ const SECURITY: Record<Endpoint['access'], Record<string, string[]>[] | undefine
   'any-secret': undefined, // the document's default: either secret
   internal: [{ internalSecret: [] }],
   admin: [{ adminSecret: [] }],
+  'plaid-signature': [{ plaidVerification: [] }],
 };
 
 function routeOf(endpoint: Endpoint): RouteConfig {
-  const { response, body, query } = endpoint;
+  const { response, body, query, params } = endpoint;
   const security = SECURITY[endpoint.access];
   return {
     method: endpoint.method,
@@ -113,9 +114,10 @@ function routeOf(endpoint: Endpoint): RouteConfig {
           }
         : {}),
       ...(query ? { query: query.schema as z.ZodObject } : {}),
+      ...(params ? { params: params.schema as z.ZodObject } : {}),
     },
     responses: {
-      200: {
+      [response.status ?? 200]: {
         description: response.description,
         headers:
           // The admin limiter runs before the handler and counts every request it lets through.
@@ -153,6 +155,14 @@ export function buildOpenApiDocument(endpoints: readonly Endpoint[]): OpenApiDoc
     'adminSecret',
     secret("An operator's secret: a value of ADMIN_SECRET; it may call /admin endpoints"),
   );
+  registry.registerComponent('securitySchemes', 'plaidVerification', {
+    type: 'apiKey',
+    in: 'header',
+    name: 'Plaid-Verification',
+    description:
+      "Plaid's signed JWT (ES256, key by `kid` from /webhook_verification_key/get, `iat` within 5 minutes, " +
+      'SHA-256 of the raw body in `request_body_sha256`). No X-Internal-Secret: Plaid cannot send it.',
+  });
   for (const endpoint of endpoints) registry.registerPath(routeOf(endpoint));
 
   const used = new Set<Tag>(endpoints.flatMap((endpoint) => endpoint.tags));

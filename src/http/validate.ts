@@ -2,7 +2,7 @@ import type { z } from 'zod';
 import { validationFailed, type FieldError } from '../errors';
 import { FIELD_ERROR_LIMITS } from './schemas';
 
-function fieldErrorsOf(issue: z.core.$ZodIssue, where: 'body' | 'query'): FieldError[] {
+function fieldErrorsOf(issue: z.core.$ZodIssue, where: 'body' | 'query' | 'path'): FieldError[] {
   const prefix = issue.path.length > 0 ? `${issue.path.join('.')}.` : '';
   if (issue.code === 'unrecognized_keys') {
     return issue.keys.map((key) => ({ field: `${prefix}${key}`, message: 'is not a known parameter' }));
@@ -30,7 +30,7 @@ const ILL_FORMED = 'must be well-formed Unicode text (it has a lone UTF-16 surro
  * cannot be stored: it is written as U+FFFD, so "victim\ud800" and "victim\udfff" would become the
  * same user id. Walked without recursion, since a 16 kB body can nest thousands of levels deep.
  */
-function illFormedFields(input: unknown, where: 'body' | 'query'): FieldError[] {
+function illFormedFields(input: unknown, where: 'body' | 'query' | 'path'): FieldError[] {
   const errors: FieldError[] = [];
   const pending: { value: unknown; path: string[] }[] = [{ value: input, path: [] }];
   for (let next = pending.pop(); next; next = pending.pop()) {
@@ -64,7 +64,7 @@ function bounded(errors: FieldError[]): FieldError[] {
 export function parseInput<T extends z.ZodType>(
   schema: T,
   input: unknown,
-  where: 'body' | 'query',
+  where: 'body' | 'query' | 'path',
 ): z.infer<T> {
   const illFormed = illFormedFields(input, where);
   const result = schema.safeParse(input ?? {});

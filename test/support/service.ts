@@ -105,6 +105,7 @@ export async function startService(options: ServiceOptions = {}): Promise<Servic
     env,
     logs,
     close: async () => {
+      await deps.reconciliation.stop();
       await deps.outbox.stop();
       await deps.pool.end();
       await deps.adminPool.end();

@@ -1,0 +1,421 @@
+import { randomUUID } from 'node:crypto';
+import { RateLimiterMemory, RateLimiterQueue } from 'rate-limiter-flexible';
+import type { ConnectionStatus } from '../connection-status';
+import { TokenDecryptionError, type TokenVault } from '../crypto/token-vault';
+import { withTransaction, type Pool } from '../db/pool';
+import { AppError, notFound } from '../errors';
+import type { Logger } from '../logger';
+import type { AccountProvider } from '../provider/account-provider';
+import { ProviderError } from '../provider/provider-error';
+import {
+  listConnectionsAfter,
+  lockConnectionById,
+  type ConnectionHealthRow,
+} from '../repository/connection-health-repository';
+import {
+  beatHeart,
+  failStaleRun,
+  findRun,
+  findRunningRunId,
+  finishRun,
+  insertRunningRun,
+  saveProgress,
+  snapshotConnections,
+  type ReconciliationRunRow,
+  type ReconciliationState,
+  type StoredDifference,
+} from '../repository/reconciliation-repository';
+import { applyHealthSignal, type HealthSignal } from './connection-health';
+
+/** Connections read, checked and saved together; progress and the heartbeat are written per page. */
+const PAGE_SIZE = 100;
+/** Between two saves the holder still says it is alive; a page at a low rate can take a while. */
+const HEARTBEAT_INTERVAL_MS = 15_000;
+/** A running run whose holder has not said it is alive for this long is presumed dead (a crash, a kill). */
+export const RECONCILIATION_STALE_AFTER_MS = 120_000;
+/** What a run keeps for its report; beyond it, changes are still made, and logged and recorded as events. */
+export const MAX_REPORTED_DIFFERENCES = 10_000;
+
+/**
+ * Why a connection is in a run's report:
+ * - `item_not_found`: Plaid no longer knows the Item (removed outside this service); now `error`
+ *   with `ITEM_NOT_FOUND`;
+ * - `item_error`: Plaid reports an error on the Item (`ITEM_LOGIN_REQUIRED` → `login_required`, any
+ *   other code → `error`);
+ * - `item_healthy`: the connection was `login_required` or `error`, and Plaid reports no error now;
+ * - `check_failed`: Plaid could not be asked (it kept failing after retries), or the stored token could
+ *   not be read; nothing was changed.
+ */
+export const DIFFERENCE_REASONS = ['item_not_found', 'item_error', 'item_healthy', 'check_failed'] as const;
+export type DifferenceReason = (typeof DIFFERENCE_REASONS)[number];
+
+export interface Difference {
+  itemId: string;
+  subscriptionUserId: string;
+  institutionId: string;
+  was: ConnectionStatus;
+  now: ConnectionStatus;
+  reason: DifferenceReason;
+  /** Plaid's error code for `item_error`/`item_not_found`; what failed for `check_failed`; else null. */
+  errorCode: string | null;
+}
+
+export interface ReconciliationRun {
+  runId: string;
+  state: ReconciliationState;
+  /** Connections stored when the run started (it checks those; later ones got their status at exchange). */
+  total: number;
+  checked: number;
+  differences: Difference[];
+  failure: string | null;
+  startedAt: Date;
+  finishedAt: Date | null;
+}
+
+export interface ReconciliationProgress {
+  runId: string;
+  total: number;
+  checked: number;
+  differences: number;
+}
+
+export interface ReconciliationDependencies {
+  pool: Pool;
+  /** A provider of its own: a run during a Plaid outage must not open the breaker on users' calls. */
+  provider: AccountProvider;
+  vault: TokenVault;
+  logger: Logger;
+  /** Plaid calls in flight at once. */
+  concurrency: number;
+  /** Plaid calls started per second, at most (across the run: one run at a time across instances). */
+  requestsPerSecond: number;
+}
+
+/** What Plaid said about one Item: an error code, or no error. */
+type PlaidView = { errorCode: string; reason: 'item_not_found' | 'item_error' } | { errorCode: null };
+
+/** The run was ended by stop(), or by another instance that found it stale: it stops where it is. */
+class RunInterrupted extends Error {
+  constructor(readonly failure: string | undefined) {
+    super(failure ?? 'the run was failed by another instance');
+  }
+}
+
+const SKIPPED = Symbol('skipped');
+
+/**
+ * Reconciliation: every stored connection is checked with Plaid's `/item/get` (bounded concurrency and
+ * rate), its status is corrected through the same rules as webhooks (each change an event), and what
+ * differed is reported. One run at a time across instances (a partial unique index); a run whose holder
+ * stopped heart-beating is failed by the next one that looks.
+ *
+ * A fine Item only repairs `login_required` and `error`: `/item/get` says nothing about new accounts, and
+ * a pending expiration or disconnection is about the future, so those are left as the webhooks set them.
+ */
+export class ReconciliationService {
+  private readonly active = new Set<Promise<unknown>>();
+  private stopReason: string | undefined;
+
+  constructor(private readonly deps: ReconciliationDependencies) {}
+
+  /** Starts a run in the background; throws RECONCILIATION_RUNNING while one runs anywhere. */
+  async start(): Promise<{ runId: string }> {
+    const claimed = await this.claim();
+    this.track(
+      this.execute(claimed).catch((error: unknown) =>
+        this.deps.logger.error({ err: error, runId: claimed.runId }, 'reconciliation run failed'),
+      ),
+    );
+    return { runId: claimed.runId };
+  }
+
+  /** Runs to the end in the caller's time (the CLI), reporting progress after each page. */
+  async runToEnd(onProgress: (progress: ReconciliationProgress) => void): Promise<ReconciliationRun> {
+    const claimed = await this.claim();
+    onProgress({ runId: claimed.runId, total: claimed.total, checked: 0, differences: 0 });
+    await this.track(this.execute(claimed, onProgress));
+    return this.getRun(claimed.runId);
+  }
+
+  async getRun(runId: string): Promise<ReconciliationRun> {
+    // A run whose instance died would otherwise read "running" forever.
+    await this.failStaleRun();
+    const row = await findRun(this.deps.pool, runId);
+    if (!row) throw notFound('No reconciliation run has this id.');
+    return toRun(row);
+  }
+
+  /**
+   * Ends this instance's runs (they are failed with `reason`, their progress kept, so a new run can start
+   * at once) and waits for them; no run starts afterwards. Call it before the pools close.
+   */
+  async stop(reason = 'stopped at shutdown'): Promise<void> {
+    this.stopReason ??= reason;
+    while (this.active.size > 0) await Promise.all(this.active);
+  }
+
+  private track<T>(work: Promise<T>): Promise<T> {
+    this.active.add(work);
+    void work.then(
+      () => this.active.delete(work),
+      () => this.active.delete(work),
+    );
+    return work;
+  }
+
+  private async failStaleRun(): Promise<void> {
+    const failed = await failStaleRun(this.deps.pool, RECONCILIATION_STALE_AFTER_MS);
+    if (failed) this.deps.logger.warn({ runId: failed }, 'reconciliation run failed: its instance stopped');
+  }
+
+  private async claim(): Promise<{ runId: string; total: number; lastId: string }> {
+    if (this.stopReason) throw new Error('the reconciliation service is stopped');
+    // A run may end between the refused insert and the look-up: then the insert is tried again.
+    for (let attempt = 0; attempt < 3; attempt += 1) {
+      await this.failStaleRun();
+      const { total, lastId } = await snapshotConnections(this.deps.pool);
+      const runId = randomUUID();
+      if (await insertRunningRun(this.deps.pool, runId, total)) {
+        this.deps.logger.info({ runId, total }, 'reconciliation run started');
+        return { runId, total, lastId };
+      }
+      const running = await findRunningRunId(this.deps.pool);
+      if (running) throw reconciliationRunning(running);
+    }
+    throw reconciliationRunning(undefined);
+  }
+
+  private async execute(
+    run: { runId: string; total: number; lastId: string },
+    onProgress: (progress: ReconciliationProgress) => void = () => undefined,
+  ): Promise<void> {
+    const { pool, logger } = this.deps;
+    const log = logger.child({ runId: run.runId });
+    const limiter = new RateLimiterQueue(
+      new RateLimiterMemory({ points: this.deps.requestsPerSecond, duration: 1 }),
+    );
+    let lostToAnotherInstance = false;
+    const heartbeat = setInterval(() => {
+      beatHeart(pool, run.runId).then(
+        (alive) => (lostToAnotherInstance ||= !alive),
+        (error: unknown) => log.warn({ err: error }, 'reconciliation heartbeat failed'),
+      );
+    }, HEARTBEAT_INTERVAL_MS);
+    heartbeat.unref();
+    const interrupted = () => {
+      if (lostToAnotherInstance) return new RunInterrupted(undefined);
+      return this.stopReason ? new RunInterrupted(this.stopReason) : undefined;
+    };
+    let checked = 0;
+    let found = 0;
+    let reported = 0;
+    try {
+      const lastId = BigInt(run.lastId);
+      let cursor = '0';
+      for (;;) {
+        const stop = interrupted();
+        if (stop) throw stop;
+        const page = await listConnectionsAfter(pool, cursor, PAGE_SIZE);
+        const due = page.filter((connection) => BigInt(connection.id) <= lastId);
+        if (due.length === 0) break;
+        cursor = (due[due.length - 1] as ConnectionHealthRow).id;
+        const outcomes = await mapConcurrently(due, this.deps.concurrency, (connection) =>
+          interrupted() ? Promise.resolve(SKIPPED) : this.check(connection, limiter, interrupted, log),
+        );
+        const done = outcomes.filter((outcome) => outcome !== SKIPPED);
+        const differences = done.filter((outcome): outcome is Difference => outcome !== undefined);
+        checked += done.length;
+        found += differences.length;
+        const kept = differences.slice(0, Math.max(0, MAX_REPORTED_DIFFERENCES - reported));
+        reported += kept.length;
+        if (kept.length < differences.length) {
+          log.warn(
+            { differences: differences.slice(kept.length).map(toStoredDifference) },
+            'reconciliation report is full; these differences are only logged',
+          );
+        }
+        const saved = await saveProgress(pool, run.runId, {
+          checked,
+          newDifferences: kept.map(toStoredDifference),
+        });
+        if (!saved) throw new RunInterrupted(undefined);
+        onProgress({ runId: run.runId, total: run.total, checked, differences: found });
+        if (done.length < outcomes.length) throw interrupted() ?? new RunInterrupted(this.stopReason);
+      }
+      if (!(await finishRun(pool, run.runId, { state: 'done', failure: null }))) {
+        throw new RunInterrupted(undefined);
+      }
+      log.info({ total: run.total, checked, differences: found }, 'reconciliation run done');
+    } catch (error) {
+      if (error instanceof RunInterrupted && error.failure === undefined) {
+        log.warn({ checked }, 'reconciliation run was failed by another instance; stopping it here');
+        return;
+      }
+      const failure = error instanceof RunInterrupted ? error.failure! : describeFailure(error);
+      if (!(error instanceof RunInterrupted)) log.error({ err: error }, 'reconciliation run failed');
+      const ended = await finishRun(pool, run.runId, { state: 'failed', failure }).catch(
+        (finishError: unknown) => {
+          // It stops heart-beating, so the next run that looks fails it as stale.
+          log.error({ err: finishError }, 'could not record the reconciliation run as failed');
+          return false;
+        },
+      );
+      if (ended) log.warn({ checked, failure }, 'reconciliation run failed');
+    } finally {
+      clearInterval(heartbeat);
+    }
+  }
+
+  /** Asks Plaid about one connection and applies what it says; the difference, if there is one. */
+  private async check(
+    connection: ConnectionHealthRow,
+    limiter: RateLimiterQueue,
+    interrupted: () => RunInterrupted | undefined,
+    log: Logger,
+  ): Promise<Difference | undefined | typeof SKIPPED> {
+    await limiter.removeTokens(1);
+    if (interrupted()) return SKIPPED;
+    const observedAt = new Date();
+    let view: PlaidView;
+    try {
+      const accessToken = this.deps.vault.decrypt(
+        connection.access_token_ciphertext,
+        connection.provider_item_id,
+      );
+      const item = await this.deps.provider.getItem(accessToken);
+      view = item.errorCode ? { errorCode: item.errorCode, reason: 'item_error' } : { errorCode: null };
+    } catch (error) {
+      if (error instanceof ProviderError && error.kind === 'item_gone') {
+        // INVALID_ACCESS_TOKEN for a token that worked before means the same: the Item is gone.
+        view = { errorCode: 'ITEM_NOT_FOUND', reason: 'item_not_found' };
+      } else if (error instanceof ProviderError && error.kind === 'item_login_required') {
+        view = { errorCode: 'ITEM_LOGIN_REQUIRED', reason: 'item_error' };
+      } else if (error instanceof ProviderError || error instanceof TokenDecryptionError) {
+        const errorCode =
+          error instanceof ProviderError ? (error.errorCode ?? error.code) : 'TOKEN_UNREADABLE';
+        log.warn(
+          { itemId: connection.provider_item_id, errorCode },
+          'reconciliation could not check an Item',
+        );
+        return differenceOf(connection, connection.status, 'check_failed', errorCode);
+      } else {
+        throw error;
+      }
+    }
+    return withTransaction(this.deps.pool, async (client) => {
+      const locked = await lockConnectionById(client, connection.id);
+      // Removed while it was being checked: nothing to reconcile.
+      if (!locked) return undefined;
+      const signal = signalFor(locked.status, view);
+      if (!signal) return undefined;
+      const change = await applyHealthSignal(client, locked, signal, {
+        observedAt,
+        source: 'reconciliation',
+      });
+      if (!change) return undefined;
+      return differenceOf(
+        locked,
+        change.status,
+        view.errorCode === null ? 'item_healthy' : view.reason,
+        change.errorCode,
+      );
+    });
+  }
+}
+
+/** What Plaid's answer means for a connection in `status`, decided under its row lock. */
+function signalFor(status: ConnectionStatus, view: PlaidView): HealthSignal | undefined {
+  if (view.errorCode !== null) return { kind: 'error', errorCode: view.errorCode };
+  return status === 'login_required' || status === 'error' ? { kind: 'repaired' } : undefined;
+}
+
+function differenceOf(
+  connection: ConnectionHealthRow,
+  now: ConnectionStatus,
+  reason: DifferenceReason,
+  errorCode: string | null,
+): Difference {
+  return {
+    itemId: connection.provider_item_id,
+    subscriptionUserId: connection.subscription_user_id,
+    institutionId: connection.institution_id,
+    was: connection.status,
+    now,
+    reason,
+    errorCode,
+  };
+}
+
+function reconciliationRunning(runId: string | undefined): AppError {
+  return new AppError('RECONCILIATION_RUNNING', {
+    detail: runId
+      ? `Reconciliation run ${runId} is in progress; follow it with GET /admin/reconcile/${runId}.`
+      : 'A reconciliation run is in progress; try again when it has finished.',
+  });
+}
+
+/** A run's failure as an operator reads it: the error's code and detail, never a stack or a token. */
+function describeFailure(error: unknown): string {
+  return error instanceof AppError ? `${error.code}: ${error.detail}` : 'unexpected error (see the log)';
+}
+
+/**
+ * `work` for each item, at most `limit` at once, results in the items' order. A failure stops the
+ * workers from taking more, and is thrown once every started item has settled.
+ */
+async function mapConcurrently<T, R>(
+  items: readonly T[],
+  limit: number,
+  work: (item: T) => Promise<R>,
+): Promise<R[]> {
+  const results: R[] = [];
+  let next = 0;
+  let failure: { error: unknown } | undefined;
+  const worker = async () => {
+    while (!failure && next < items.length) {
+      const index = next;
+      next += 1;
+      try {
+        results[index] = await work(items[index] as T);
+      } catch (error) {
+        failure ??= { error };
+      }
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker));
+  if (failure) throw failure.error;
+  return results;
+}
+
+function toStoredDifference(difference: Difference): StoredDifference {
+  return {
+    item_id: difference.itemId,
+    subscription_user_id: difference.subscriptionUserId,
+    institution_id: difference.institutionId,
+    was: difference.was,
+    now: difference.now,
+    reason: difference.reason,
+    error_code: difference.errorCode,
+  };
+}
+
+function toRun(row: ReconciliationRunRow): ReconciliationRun {
+  return {
+    runId: row.id,
+    state: row.state,
+    total: row.total,
+    checked: row.checked,
+    differences: row.differences.map((stored) => ({
+      itemId: stored.item_id,
+      subscriptionUserId: stored.subscription_user_id,
+      institutionId: stored.institution_id,
+      was: stored.was,
+      now: stored.now,
+      reason: stored.reason as DifferenceReason,
+      errorCode: stored.error_code,
+    })),
+    failure: row.failure,
+    startedAt: row.started_at,
+    finishedAt: row.finished_at,
+  };
+}

@@ -1,0 +1,495 @@
+import { execFile } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
+import path from 'node:path';
+import { promisify } from 'node:util';
+import { plaidClient } from './support/plaid-client';
+import {
+  PLAID_SECRET,
+  asAdmin,
+  asWebsite,
+  connectInstitution,
+  problemShape,
+  rowsOf,
+  startService,
+  uniqueUserId,
+  type ServiceContext,
+} from './support/service';
+
+const run = promisify(execFile);
+const RECONCILE_SCRIPT = path.join(__dirname, '..', 'dist', 'cli', 'reconcile.js');
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** Polls the run until it is no longer running; bounded, so a run that never ends fails the test. */
+async function waitForRun(service: ServiceContext, runId: string) {
+  for (let poll = 0; poll < 400; poll += 1) {
+    const response = await service.http.get(`/admin/reconcile/${runId}`).set(asAdmin);
+    if (response.body.state !== 'running') return response;
+    await sleep(25);
+  }
+  throw new Error(`reconciliation run ${runId} did not finish`);
+}
+
+const startRun = (service: ServiceContext) => service.http.post('/admin/reconcile').set(asAdmin);
+
+/** Connects a user, returning what the tests need to find the connection again. */
+async function connectUser(service: ServiceContext) {
+  const user = uniqueUserId();
+  const { accessToken } = await connectInstitution(service, user);
+  const [row] = await rowsOf(
+    service,
+    `SELECT provider_item_id FROM connections WHERE subscription_user_id = $1`,
+    [user],
+  );
+  return { user, accessToken, itemId: row!.provider_item_id as string };
+}
+
+const connectionHealth = (service: ServiceContext) =>
+  rowsOf(
+    service,
+    `SELECT subscription_user_id, status, error_code, new_accounts_available,
+            consent_expiration_time IS NOT NULL AS has_consent_expiration
+       FROM connections ORDER BY id`,
+  );
+
+const statusEvents = (service: ServiceContext) =>
+  rowsOf(
+    service,
+    `SELECT subscription_user_id, detail FROM events WHERE kind = 'connection_status_changed' ORDER BY id`,
+  );
+
+const itemGetTokens = (service: ServiceContext) =>
+  service.emulator
+    .calls('/item/get')
+    .map((call) => (call.body as { access_token: string }).access_token)
+    .sort();
+
+/** Another instance's run, as it sits in the table while that instance works on it. */
+async function insertRunningRun(service: ServiceContext, heartbeatAgo: string) {
+  const runId = randomUUID();
+  await rowsOf(
+    service,
+    `INSERT INTO reconciliation_runs (id, state, total, started_at, heartbeat_at)
+     VALUES ($1, 'running', 5, now() - $2::interval, now() - $2::interval)`,
+    [runId, heartbeatAgo],
+  );
+  return runId;
+}
+
+describe('reconciliation', () => {
+  let service: ServiceContext;
+  beforeEach(async () => {
+    service = await startService({ env: { RATE_LIMIT_ADMIN_PER_MINUTE: '100000' } });
+  });
+  afterEach(() => service.close());
+
+  it('when an Item was removed behind the service’s back and another needs a new login, then a run reports exactly those two, sets their statuses and records their events', async () => {
+    const [fine, removed, loginRequired] = [
+      await connectUser(service),
+      await connectUser(service),
+      await connectUser(service),
+    ];
+    const plaid = plaidClient(service.emulator.url, { clientId: 'test-client', secret: PLAID_SECRET });
+    await plaid.itemRemove({ access_token: removed!.accessToken });
+    await plaid.sandboxItemResetLogin({ access_token: loginRequired!.accessToken });
+    service.emulator.clearCalls();
+
+    const started = await startRun(service);
+    const finished = await waitForRun(service, started.body.run_id);
+
+    expect(started.status).toBe(202);
+    expect(started.body).toEqual({ run_id: expect.stringMatching(UUID) });
+    expect(finished.status).toBe(200);
+    expect(finished.body).toEqual({
+      run_id: started.body.run_id,
+      state: 'done',
+      total: 3,
+      checked: 3,
+      started_at: expect.any(String),
+      finished_at: expect.any(String),
+      failure: null,
+      differences: [
+        {
+          item_id: removed!.itemId,
+          subscription_user_id: removed!.user,
+          institution_id: 'ins_109508',
+          was: 'good',
+          now: 'error',
+          reason: 'item_not_found',
+          error_code: 'ITEM_NOT_FOUND',
+        },
+        {
+          item_id: loginRequired!.itemId,
+          subscription_user_id: loginRequired!.user,
+          institution_id: 'ins_109508',
+          was: 'good',
+          now: 'login_required',
+          reason: 'item_error',
+          error_code: 'ITEM_LOGIN_REQUIRED',
+        },
+      ],
+    });
+    expect(await connectionHealth(service)).toEqual([
+      expect.objectContaining({ subscription_user_id: fine!.user, status: 'good', error_code: null }),
+      expect.objectContaining({
+        subscription_user_id: removed!.user,
+        status: 'error',
+        error_code: 'ITEM_NOT_FOUND',
+      }),
+      expect.objectContaining({
+        subscription_user_id: loginRequired!.user,
+        status: 'login_required',
+        error_code: 'ITEM_LOGIN_REQUIRED',
+      }),
+    ]);
+    // Connections are checked concurrently: their events may be written in either order.
+    const events = await statusEvents(service);
+    expect(events).toHaveLength(2);
+    expect(events).toEqual(
+      expect.arrayContaining([
+        {
+          subscription_user_id: removed!.user,
+          detail: expect.objectContaining({
+            item_id: removed!.itemId,
+            from: 'good',
+            to: 'error',
+            error_code: 'ITEM_NOT_FOUND',
+            source: 'reconciliation',
+          }),
+        },
+        {
+          subscription_user_id: loginRequired!.user,
+          detail: expect.objectContaining({
+            item_id: loginRequired!.itemId,
+            from: 'good',
+            to: 'login_required',
+            error_code: 'ITEM_LOGIN_REQUIRED',
+            source: 'reconciliation',
+          }),
+        },
+      ]),
+    );
+    expect(itemGetTokens(service)).toEqual(
+      [fine!.accessToken, removed!.accessToken, loginRequired!.accessToken].sort(),
+    );
+    expect(
+      await rowsOf(service, `SELECT id, state, finished_at IS NOT NULL AS finished FROM reconciliation_runs`),
+    ).toEqual([{ id: started.body.run_id, state: 'done', finished: true }]);
+  });
+
+  it('when a run finds nothing new, then a second run reports no differences and changes nothing', async () => {
+    const removed = await connectUser(service);
+    await plaidClient(service.emulator.url, { clientId: 'test-client', secret: PLAID_SECRET }).itemRemove({
+      access_token: removed.accessToken,
+    });
+    await waitForRun(service, (await startRun(service)).body.run_id);
+
+    const again = await waitForRun(service, (await startRun(service)).body.run_id);
+
+    expect(again.body).toMatchObject({ state: 'done', total: 1, checked: 1, differences: [] });
+    expect(await statusEvents(service)).toHaveLength(1);
+  });
+
+  it('when Plaid finds a login_required connection fine, then it is good again, while new accounts and a pending expiration are left as they are', async () => {
+    const [repaired, expiring, withNewAccounts] = [
+      await connectUser(service),
+      await connectUser(service),
+      await connectUser(service),
+    ];
+    // What webhooks would have set an hour ago.
+    await rowsOf(
+      service,
+      `UPDATE connections SET status = 'login_required', error_code = 'ITEM_LOGIN_REQUIRED',
+              status_observed_at = now() - interval '1 hour'
+        WHERE subscription_user_id = $1`,
+      [repaired.user],
+    );
+    await rowsOf(
+      service,
+      `UPDATE connections SET status = 'pending_expiration', consent_expiration_time = now() + interval '7 days',
+              status_observed_at = now() - interval '1 hour'
+        WHERE subscription_user_id = $1`,
+      [expiring.user],
+    );
+    await rowsOf(
+      service,
+      `UPDATE connections SET new_accounts_available = true, status_observed_at = now() - interval '1 hour'
+        WHERE subscription_user_id = $1`,
+      [withNewAccounts.user],
+    );
+
+    const finished = await waitForRun(service, (await startRun(service)).body.run_id);
+
+    expect(finished.body).toMatchObject({
+      state: 'done',
+      total: 3,
+      checked: 3,
+      differences: [
+        {
+          item_id: repaired.itemId,
+          subscription_user_id: repaired.user,
+          was: 'login_required',
+          now: 'good',
+          reason: 'item_healthy',
+          error_code: null,
+        },
+      ],
+    });
+    expect(await connectionHealth(service)).toEqual([
+      {
+        subscription_user_id: repaired.user,
+        status: 'good',
+        error_code: null,
+        new_accounts_available: false,
+        has_consent_expiration: false,
+      },
+      {
+        subscription_user_id: expiring.user,
+        status: 'pending_expiration',
+        error_code: null,
+        new_accounts_available: false,
+        has_consent_expiration: true,
+      },
+      {
+        subscription_user_id: withNewAccounts.user,
+        status: 'good',
+        error_code: null,
+        new_accounts_available: true,
+        has_consent_expiration: false,
+      },
+    ]);
+    expect(await statusEvents(service)).toEqual([
+      {
+        subscription_user_id: repaired.user,
+        detail: expect.objectContaining({ from: 'login_required', to: 'good', source: 'reconciliation' }),
+      },
+    ]);
+  });
+
+  it('when Plaid keeps failing for an Item, then it is reported check_failed and left as it was, and the run completes', async () => {
+    const connection = await connectUser(service);
+    service.emulator.clearCalls();
+    // Every attempt the provider makes (three) fails.
+    service.emulator.injectFault({
+      path: '/item/get',
+      count: 3,
+      error: { error_type: 'API_ERROR', error_code: 'INTERNAL_SERVER_ERROR' },
+    });
+
+    const finished = await waitForRun(service, (await startRun(service)).body.run_id);
+
+    expect(finished.body).toMatchObject({
+      state: 'done',
+      total: 1,
+      checked: 1,
+      differences: [
+        {
+          item_id: connection.itemId,
+          was: 'good',
+          now: 'good',
+          reason: 'check_failed',
+          error_code: 'INTERNAL_SERVER_ERROR',
+        },
+      ],
+    });
+    expect(await connectionHealth(service)).toEqual([expect.objectContaining({ status: 'good' })]);
+    expect(await statusEvents(service)).toEqual([]);
+    expect(service.emulator.calls('/item/get')).toHaveLength(3);
+  });
+
+  it('when a run is in progress, then a second POST is 409 RECONCILIATION_RUNNING naming it, and once it is done a new one starts', async () => {
+    await connectUser(service);
+    // Plaid answers slowly: the run is still on its first Item when the second request comes.
+    service.emulator.injectFault({ path: '/item/get', delay_ms: 1_000 });
+
+    const first = await startRun(service);
+    const second = await startRun(service);
+    const firstFinished = await waitForRun(service, first.body.run_id);
+    const third = await startRun(service);
+    const thirdFinished = await waitForRun(service, third.body.run_id);
+
+    expect(first.status).toBe(202);
+    expect(second.status).toBe(409);
+    expect(second.headers['content-type']).toMatch(/^application\/problem\+json/);
+    expect(second.body).toEqual({ ...problemShape, status: 409, code: 'RECONCILIATION_RUNNING' });
+    expect(second.body.detail).toContain(first.body.run_id);
+    expect(firstFinished.body).toMatchObject({ state: 'done', checked: 1 });
+    expect(third.status).toBe(202);
+    expect(third.body.run_id).not.toBe(first.body.run_id);
+    expect(thirdFinished.body).toMatchObject({ state: 'done', checked: 1 });
+    expect(await rowsOf(service, `SELECT state FROM reconciliation_runs`)).toEqual([
+      { state: 'done' },
+      { state: 'done' },
+    ]);
+  });
+
+  it('when another instance’s run is alive, then a POST is refused naming it; once its heartbeat is two minutes old, a new run starts and the old one is failed', async () => {
+    await connectUser(service);
+    const otherRun = await insertRunningRun(service, '5 seconds');
+
+    const refused = await startRun(service);
+    await rowsOf(
+      service,
+      `UPDATE reconciliation_runs SET heartbeat_at = now() - interval '3 minutes' WHERE id = $1`,
+      [otherRun],
+    );
+    const started = await startRun(service);
+    const finished = await waitForRun(service, started.body.run_id);
+    const old = await service.http.get(`/admin/reconcile/${otherRun}`).set(asAdmin);
+
+    expect(refused.status).toBe(409);
+    expect(refused.body.detail).toContain(otherRun);
+    expect(started.status).toBe(202);
+    expect(finished.body).toMatchObject({ state: 'done', total: 1, checked: 1 });
+    expect(old.body).toMatchObject({
+      run_id: otherRun,
+      state: 'failed',
+      failure: 'its instance stopped reporting progress',
+      finished_at: expect.any(String),
+    });
+  });
+
+  it('when a running run’s instance stopped heart-beating, then GET reports it failed', async () => {
+    const staleRun = await insertRunningRun(service, '3 minutes');
+
+    const response = await service.http.get(`/admin/reconcile/${staleRun}`).set(asAdmin);
+
+    expect(response.status).toBe(200);
+    expect(response.body).toMatchObject({ state: 'failed', finished_at: expect.any(String) });
+    expect(await rowsOf(service, `SELECT state FROM reconciliation_runs`)).toEqual([{ state: 'failed' }]);
+  });
+
+  it('when the service stops during a run, then stop() waits for it and the run ends failed, stopped at shutdown (no longer blocking a new one)', async () => {
+    await connectUser(service);
+    await connectUser(service);
+    service.emulator.injectFault({ path: '/item/get', delay_ms: 500 });
+    const started = await startRun(service);
+    await sleep(100);
+
+    await service.deps.reconciliation.stop();
+    const [row] = await rowsOf(service, `SELECT state, failure, checked FROM reconciliation_runs`);
+
+    expect(started.status).toBe(202);
+    expect(row).toEqual({ state: 'failed', failure: 'stopped at shutdown', checked: expect.any(Number) });
+    expect(row!.checked).toBeLessThanOrEqual(2);
+    expect(await rowsOf(service, `SELECT id FROM reconciliation_runs WHERE state = 'running'`)).toEqual([]);
+  });
+
+  it('when RECONCILE_CONCURRENCY and RECONCILE_REQUESTS_PER_SECOND are set, then no more calls are in flight, nor started in a second, than they allow', async () => {
+    await service.close();
+    service = await startService({
+      env: {
+        RATE_LIMIT_ADMIN_PER_MINUTE: '100000',
+        RECONCILE_CONCURRENCY: '2',
+        RECONCILE_REQUESTS_PER_SECOND: '3',
+      },
+    });
+    for (let user = 0; user < 6; user += 1) await connectUser(service);
+    service.emulator.clearCalls();
+    service.emulator.injectFault({ path: '/item/get', delay_ms: 150, count: 6 });
+
+    const started = await startRun(service);
+    let mostInFlight = 0;
+    for (let poll = 0; poll < 800; poll += 1) {
+      const calls = service.emulator.calls('/item/get');
+      mostInFlight = Math.max(mostInFlight, calls.filter((call) => call.status === 0).length);
+      if (calls.length === 6 && calls.every((call) => call.status !== 0)) break;
+      await sleep(5);
+    }
+    const finished = await waitForRun(service, started.body.run_id);
+    const startedAt = service.emulator.calls('/item/get').map((call) => Date.parse(call.at));
+
+    expect(finished.body).toMatchObject({ state: 'done', checked: 6 });
+    expect(mostInFlight).toBeGreaterThan(0);
+    expect(mostInFlight).toBeLessThanOrEqual(2);
+    // Three a second: the fourth call cannot start within the first call's second.
+    expect(startedAt[3]! - startedAt[0]!).toBeGreaterThanOrEqual(900);
+  });
+
+  it('when the run id is malformed or unknown, or the website’s secret is used, then 400, 404 and 403, and no run starts', async () => {
+    const malformed = await service.http.get('/admin/reconcile/not-a-run').set(asAdmin);
+    const unknown = await service.http.get(`/admin/reconcile/${randomUUID()}`).set(asAdmin);
+    const asTheWebsite = await service.http.post('/admin/reconcile').set(asWebsite);
+    const wrongMethod = await service.http.get('/admin/reconcile').set(asAdmin);
+
+    expect(malformed.status).toBe(400);
+    expect(malformed.body).toEqual({
+      ...problemShape,
+      status: 400,
+      code: 'VALIDATION_FAILED',
+      errors: [{ field: 'run_id', message: 'must be a run id (a UUID)' }],
+    });
+    expect(unknown.status).toBe(404);
+    expect(unknown.body).toEqual({ ...problemShape, status: 404, code: 'NOT_FOUND' });
+    expect(asTheWebsite.status).toBe(403);
+    expect(wrongMethod.status).toBe(405);
+    expect(wrongMethod.headers.allow).toBe('POST');
+    expect(await rowsOf(service, `SELECT id FROM reconciliation_runs`)).toEqual([]);
+  });
+});
+
+describe('npm run reconcile', () => {
+  let service: ServiceContext;
+  beforeAll(async () => {
+    service = await startService();
+  });
+  afterAll(() => service.close());
+
+  const scriptEnvironment = () => ({
+    PATH: process.env.PATH ?? '',
+    ...service.env,
+    LOG_LEVEL: 'warn',
+    DATABASE_URL: service.database.url,
+    PLAID_BASE_URL: service.emulator.url,
+  });
+
+  it('when an operator runs it, then it prints progress and a summary of the differences, changes the statuses, and exits 0', async () => {
+    const kept = await connectUser(service);
+    const removed = await connectUser(service);
+    await plaidClient(service.emulator.url, { clientId: 'test-client', secret: PLAID_SECRET }).itemRemove({
+      access_token: removed.accessToken,
+    });
+    service.emulator.clearCalls();
+
+    const { stdout } = await run(process.execPath, [RECONCILE_SCRIPT], {
+      env: scriptEnvironment(),
+      cwd: service.env.DATA_DIR,
+    });
+    const [runRow] = await rowsOf(service, `SELECT id, state FROM reconciliation_runs`);
+
+    expect(stdout).toContain('checked 0/2, 0 differences\n');
+    expect(stdout).toContain('checked 2/2, 1 difference\n');
+    expect(stdout).toContain(
+      `reconciliation run ${runRow!.id as string} done: checked 2 of 2 connections, 1 difference\n`,
+    );
+    expect(stdout).toContain(
+      `  ${removed.itemId}  user ${removed.user}  ins_109508  good -> error  item_not_found (ITEM_NOT_FOUND)\n`,
+    );
+    expect(stdout).not.toContain(kept.itemId);
+    expect(stdout).not.toMatch(/access-sandbox-/);
+    expect(runRow!.state).toBe('done');
+    expect(await connectionHealth(service)).toEqual([
+      expect.objectContaining({ subscription_user_id: kept.user, status: 'good' }),
+      expect.objectContaining({
+        subscription_user_id: removed.user,
+        status: 'error',
+        error_code: 'ITEM_NOT_FOUND',
+      }),
+    ]);
+    expect(itemGetTokens(service)).toEqual([kept.accessToken, removed.accessToken].sort());
+  });
+
+  it('when another run is in progress, then it exits 1 naming that run and checks nothing', async () => {
+    const otherRun = await insertRunningRun(service, '1 second');
+    service.emulator.clearCalls();
+
+    const outcome = await run(process.execPath, [RECONCILE_SCRIPT], {
+      env: scriptEnvironment(),
+      cwd: service.env.DATA_DIR,
+    }).catch((error: { code: number; stderr: string }) => error);
+
+    expect(outcome).toMatchObject({ code: 1, stderr: expect.stringContaining(otherRun) });
+    expect(service.emulator.calls('/item/get')).toEqual([]);
+    await rowsOf(service, `UPDATE reconciliation_runs SET state = 'failed' WHERE id = $1`, [otherRun]);
+  });
+});

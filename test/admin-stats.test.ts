@@ -1,5 +1,5 @@
 import type { z } from 'zod';
-import type { adminStatsResponse } from '../src/http/schemas';
+import type { adminStatsResponse } from '../src/http/admin-schemas';
 import {
   asAdmin,
   asWebsite,

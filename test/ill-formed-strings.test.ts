@@ -1,4 +1,4 @@
-import { adminAccountsQuery } from '../src/http/schemas';
+import { adminAccountsQuery } from '../src/http/admin-schemas';
 import { parseInput } from '../src/http/validate';
 import {
   asWebsite,

@@ -2,13 +2,8 @@ import { Transform, pipeline } from 'node:stream';
 import type { Request, Response } from 'express';
 import type { AccountFilters, AdminAccount, AdminService } from '../../services/admin';
 import { RESPONDED, defineEndpoint } from '../endpoint';
-import {
-  MAX_STATS_ENTRIES,
-  adminAccountsQuery,
-  adminAccountsResponse,
-  adminStatsResponse,
-  type z,
-} from '../schemas';
+import { adminAccountsQuery, adminAccountsResponse, adminStatsResponse } from '../admin-schemas';
+import { MAX_STATS_ENTRIES, type z } from '../schemas';
 
 const CSV_COLUMNS = [
   'provider_account_id',

@@ -6,6 +6,7 @@ import path from 'node:path';
 import { parseArgs } from 'node:util';
 import autocannon from 'autocannon';
 import { Client } from 'pg';
+import { createDatabase, dropDatabase } from '../db/maintenance';
 import { createPool } from '../db/pool';
 import { deriveCursorKey, encodeCursor } from '../crypto/admin-cursor';
 import { TokenVault } from '../crypto/token-vault';
@@ -113,7 +114,7 @@ async function run(): Promise<void> {
   const admin = new Client({ connectionString: serverUrl });
   admin.on('error', (error) => print(`maintenance connection lost: ${error.message}`));
   await admin.connect();
-  await admin.query(`CREATE DATABASE "${name}"`);
+  await createDatabase(admin, name);
   print(`benchmark database ${name} on ${new URL(serverUrl).host}`);
 
   const encryptionKey = randomBytes(32);
@@ -185,7 +186,7 @@ async function run(): Promise<void> {
     child?.kill('SIGTERM');
     if (child) await new Promise((resolve) => child?.once('exit', resolve));
     if (values.keep) print(`kept database ${name}`);
-    else await admin.query(`DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`);
+    else await dropDatabase(admin, name);
     await admin.end();
   }
 }

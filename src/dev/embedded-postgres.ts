@@ -15,6 +15,7 @@ import {
 import path from 'node:path';
 import { Client } from 'pg';
 import { findFreePort } from './free-port';
+import { setRolePassword } from '../db/maintenance';
 import type { Logger } from '../logger';
 
 export interface EmbeddedDatabase {
@@ -234,7 +235,7 @@ async function ensurePassword(
     );
   }
   try {
-    await legacy.query(`ALTER ROLE postgres WITH PASSWORD ${legacy.escapeLiteral(password)}`);
+    await setRolePassword(legacy, 'postgres', password);
   } finally {
     await legacy.end();
   }

@@ -1,53 +1,26 @@
 import { isUtf8 } from 'node:buffer';
-import { randomUUID } from 'node:crypto';
-import express, { type Express, type Request, type Response } from 'express';
+import express, { type Express } from 'express';
 import helmet from 'helmet';
-import { pinoHttp } from 'pino-http';
-import { redactUrl, runInRequest, type Logger } from './logger';
+import type { Logger } from './logger';
 import { limitAdminRequests } from './http/middleware/admin-rate-limit';
 import { authenticate, requireRole, type SecretSets } from './http/middleware/authenticate';
 import { notFoundHandler, problemHandler } from './http/middleware/problem-handler';
+import { logRequests } from './http/middleware/request-log';
 import { requireJsonBody } from './http/middleware/require-json';
 import { mountEndpoints, type EndpointServices } from './http/endpoint';
 import { ENDPOINTS } from './http/endpoints';
-import type { AdminService } from './services/admin';
-import type { ConnectionHealthService } from './services/connection-health';
-import type { ConnectionOverviewService } from './services/connection-overview';
-import type { ExchangeService } from './services/exchange';
-import type { RefreshConnectionService } from './services/refresh-connection';
-import type { LinkTokenService } from './services/link-tokens';
-import type { OutboxProcessor } from './services/outbox-processor';
-import type { ReconciliationService } from './services/reconciliation';
-import type { RemovalService } from './services/removal';
 
-export interface AppDependencies {
+/** What the app needs: the use cases its endpoints call, plus what only the app itself uses. */
+export interface AppDependencies extends Omit<EndpointServices, 'clock' | 'isShuttingDown'> {
   logger: Logger;
-  isDatabaseAnswering: (timeoutMs: number) => Promise<boolean>;
-  outbox: OutboxProcessor;
   secrets: SecretSets;
-  linkTokens: LinkTokenService;
-  exchanges: ExchangeService;
-  removals: RemovalService;
-  connectionHealth: ConnectionHealthService;
-  refreshes: RefreshConnectionService;
-  overview: ConnectionOverviewService;
-  admin: AdminService;
-  reconciliation: ReconciliationService;
   /** Per admin secret, over every /admin route; unset (apps built by hand in tests): no limit. */
   adminRequestsPerMinute?: number;
   clock?: () => Date;
   isShuttingDown?: () => boolean;
 }
 
-const REQUEST_ID_PATTERN = /^[A-Za-z0-9._:-]{1,128}$/;
 const MAX_BODY = '16kb';
-
-function requestIdOf(req: Request, res: Response): string {
-  const sent = req.get('x-request-id');
-  const id = sent && REQUEST_ID_PATTERN.test(sent) ? sent : randomUUID();
-  res.setHeader('X-Request-Id', id);
-  return id;
-}
 
 /** Builds the HTTP app from its dependencies; it neither listens nor reads the environment. */
 export function createApp(deps: AppDependencies): Express {
@@ -56,27 +29,7 @@ export function createApp(deps: AppDependencies): Express {
   app.set('etag', false);
   app.set('query parser', 'simple');
 
-  app.use(
-    pinoHttp({
-      logger: deps.logger,
-      genReqId: requestIdOf,
-      quietReqLogger: true,
-      customAttributeKeys: { reqId: 'request_id', responseTime: 'duration_ms' },
-      // Headers are left out on purpose: they carry X-Internal-Secret.
-      serializers: {
-        req: (req: Request) => ({ method: req.method, url: redactUrl(req.url) }),
-        res: () => undefined,
-      },
-      customLogLevel: (_req, res, error) => (error || res.statusCode >= 500 ? 'error' : 'info'),
-      customSuccessObject: (req, res, value: Record<string, unknown>) =>
-        withRoute(req as Request, res, value),
-      customErrorObject: (req, res, _error, value: Record<string, unknown>) =>
-        withRoute(req as Request, res, value),
-      customSuccessMessage: (req, res) => summarize(req as Request, res),
-      customErrorMessage: (req, res) => summarize(req as Request, res),
-    }),
-  );
-  app.use((req, _res, next) => runInRequest(String(req.id), next));
+  app.use(logRequests(deps.logger));
   app.use(helmet());
   const isShuttingDown = deps.isShuttingDown ?? (() => false);
   app.use((_req, res, next) => {
@@ -86,17 +39,9 @@ export function createApp(deps: AppDependencies): Express {
     next();
   });
 
+  const { logger: _logger, secrets: _secrets, adminRequestsPerMinute: _limit, ...useCases } = deps;
   const services: EndpointServices = {
-    isDatabaseAnswering: deps.isDatabaseAnswering,
-    outbox: deps.outbox,
-    linkTokens: deps.linkTokens,
-    exchanges: deps.exchanges,
-    removals: deps.removals,
-    connectionHealth: deps.connectionHealth,
-    refreshes: deps.refreshes,
-    overview: deps.overview,
-    admin: deps.admin,
-    reconciliation: deps.reconciliation,
+    ...useCases,
     clock: deps.clock ?? (() => new Date()),
     isShuttingDown,
   };
@@ -130,18 +75,4 @@ export function createApp(deps: AppDependencies): Express {
   app.use(notFoundHandler);
   app.use(problemHandler(deps.logger));
   return app;
-}
-
-/** The matched route pattern, not the URL: ids in paths stay out of the aggregate. */
-function routeOf(req: Request): string | undefined {
-  const path = (req as Request & { route?: { path?: unknown } }).route?.path;
-  return typeof path === 'string' ? `${req.baseUrl}${path}` : undefined;
-}
-
-function withRoute(req: Request, res: { statusCode: number }, value: Record<string, unknown>) {
-  return { ...value, route: routeOf(req), status: res.statusCode };
-}
-
-function summarize(req: Request, res: { statusCode: number }): string {
-  return `${req.method} ${routeOf(req) ?? 'unmatched'} ${res.statusCode}`;
 }

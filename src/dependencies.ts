@@ -23,6 +23,11 @@ export interface Dependencies {
   pool: Pool;
   /** Admin pages, stats and exports only: they can never take the account endpoints' connections. */
   adminPool: Pool;
+  /**
+   * Writes whose loss in a database crash is harmless (rate-limit counters, `link_token_created`
+   * events), committed without waiting for the disk; never an exchange's or a removal's writes.
+   */
+  asyncCommitPool: Pool;
   provider: AccountProvider;
   vault: TokenVault;
   outbox: OutboxProcessor;
@@ -51,6 +56,9 @@ export interface DependencyOverrides {
   poolMax?: number;
   removalWaitMs?: number;
 }
+
+/** Its statements take a fraction of a millisecond: a few connections serve every request's counters. */
+const ASYNC_COMMIT_POOL_SIZE = 4;
 
 /** The one place that builds the real dependencies from configuration. */
 export function buildDependencies(
@@ -89,7 +97,16 @@ export function buildDependencies(
     logger.child({ component: 'outbox' }),
     config.outbox,
   );
-  const rateLimits = new RateLimits(pool, config.rateLimits);
+  const asyncCommitPool = createPool(
+    {
+      connectionString: overrides.databaseUrl,
+      max: ASYNC_COMMIT_POOL_SIZE,
+      applicationName: 'account-connection-service-counters',
+      asynchronousCommit: true,
+    },
+    logger,
+  );
+  const rateLimits = new RateLimits(asyncCommitPool, config.rateLimits);
   const rules: RuleDependencies = {
     pool,
     provider,
@@ -111,11 +128,12 @@ export function buildDependencies(
   return {
     pool,
     adminPool,
+    asyncCommitPool,
     provider,
     vault,
     outbox,
     rateLimits,
-    linkTokens: new LinkTokenService(rules),
+    linkTokens: new LinkTokenService(rules, asyncCommitPool),
     exchanges: new ExchangeService(rules),
     removals: new RemovalService(rules),
     connectionHealth: new ConnectionHealthService({

@@ -6,7 +6,7 @@ import { buildDependencies, toAppDependencies, type Dependencies } from './depen
 import type { EmbeddedDatabase } from './dev/embedded-postgres';
 import { openDatabase } from './db/open-database';
 import { PlaidEmulator } from './emulator/plaid-emulator';
-import { createLogger, type Logger } from './logger';
+import { createLogger, flushLogs, type Logger } from './logger';
 
 const EMULATOR_CREDENTIALS = { clientId: 'local-emulator', secret: 'local-emulator-secret' };
 
@@ -66,7 +66,7 @@ async function main(): Promise<void> {
       .stop()
       .catch((error: unknown) => logger.error({ err: error }, 'reconciliation stop failed'));
     await deps?.outbox.stop().catch((error: unknown) => logger.error({ err: error }, 'outbox stop failed'));
-    for (const pool of [deps?.pool, deps?.adminPool]) {
+    for (const pool of [deps?.pool, deps?.adminPool, deps?.asyncCommitPool]) {
       await pool?.end().catch((error: unknown) => logger.error({ err: error }, 'pool close failed'));
     }
     await emulator?.close();
@@ -74,7 +74,7 @@ async function main(): Promise<void> {
       ?.stop()
       .catch((error: unknown) => logger.error({ err: error }, 'embedded postgres stop failed'));
     logger.info('stopped');
-    logger.flush();
+    await flushLogs(logger);
     process.exit(exitCode);
   };
   process.on('SIGTERM', () => void shutdown('SIGTERM', 0));

@@ -43,6 +43,31 @@ describe('per-user rate limits', () => {
     expect(service.emulator.calls('/link/token/create')).toHaveLength(1);
   });
 
+  it('when a user sends many link-token requests at once, then exactly their limit is let through, and Plaid sees only those', async () => {
+    const user = uniqueUserId();
+    const ask = () =>
+      service.http
+        .post('/create-link-token')
+        .set(asWebsite)
+        .send({ subscription_user_id: user, app_name: 'A' });
+    service.emulator.clearCalls();
+
+    const responses = await Promise.all(Array.from({ length: 16 }, ask));
+
+    const statuses = responses.map((response) => response.status);
+    expect(statuses.filter((status) => status === 200)).toHaveLength(10);
+    expect(statuses.filter((status) => status === 429)).toHaveLength(6);
+    expect(service.emulator.calls('/link/token/create')).toHaveLength(10);
+    expect(
+      (
+        await service.deps.pool.query(
+          `SELECT count(*)::int AS count FROM events WHERE kind = 'link_token_created' AND subscription_user_id = $1`,
+          [user],
+        )
+      ).rows[0].count,
+    ).toBe(10);
+  });
+
   it('when a user makes a 6th new exchange within a minute, then 429 and no Item is created; replays are not counted', async () => {
     const user = uniqueUserId();
     const tokens = ['ins_109508', 'ins_109509', 'ins_109510', 'ins_109511', 'ins_109512'].map((id) =>
@@ -163,6 +188,28 @@ describe('service-wide rate limit', () => {
     expect(others.map((response) => response.status)).toEqual([200, 200, 429]);
     expect(others[2]!.body.detail).toMatch(/service-wide/);
     expect(service.emulator.calls('/link/token/create')).toHaveLength(4);
+  });
+
+  it("when many users ask at once, then exactly the service-wide limit passes and the refused requests spend none of their users' budgets", async () => {
+    const service = await start({ RATE_LIMIT_TOTAL_PER_MINUTE: '5' });
+    const users = Array.from({ length: 14 }, () => uniqueUserId('minted'));
+
+    const responses = await Promise.all(users.map((user) => askLinkToken(service, user)));
+
+    const refused = users.filter((_user, index) => responses[index]!.status === 429);
+    expect(responses.filter((response) => response.status === 200)).toHaveLength(5);
+    expect(refused).toHaveLength(9);
+    for (const response of responses.filter((each) => each.status === 429)) {
+      expect(response.body.detail).toMatch(/service-wide limit of 5 link tokens/);
+    }
+    expect(service.emulator.calls('/link/token/create')).toHaveLength(5);
+    const { rows } = await service.deps.pool.query(
+      `SELECT key, points FROM rate_limits WHERE key = ANY($1)`,
+      [['total_link_token:all', ...users.map(userKey)]],
+    );
+    const points = Object.fromEntries(rows.map((row) => [row.key, row.points]));
+    expect(points['total_link_token:all']).toBe(14);
+    expect(refused.map((user) => points[userKey(user)])).toEqual(refused.map(() => 0));
   });
 
   it('when RATE_LIMIT_TOTAL_PER_MINUTE is 0, then there is no service-wide ceiling and no shared counter', async () => {

@@ -84,7 +84,7 @@ async function run(): Promise<void> {
     throw error;
   } finally {
     await deps.reconciliation.stop();
-    await Promise.all([deps.pool.end(), deps.adminPool.end()]);
+    await Promise.all([deps.pool.end(), deps.adminPool.end(), deps.asyncCommitPool.end()]);
   }
 }
 

@@ -17,6 +17,12 @@ export interface PoolOptions {
    * would cut a healthy export; its exports have their own stall timeout, and keep-alive finds dead peers.
    */
   streamsResults?: boolean;
+  /**
+   * Commit without waiting for the write-ahead log to reach the disk (`synchronous_commit = off` for
+   * the pool's sessions). Only for writes whose loss in a database crash is harmless: rate-limit
+   * counters, `link_token_created` events. Never an exchange's or a removal's writes.
+   */
+  asynchronousCommit?: boolean;
 }
 
 const QUERY_TIMEOUT_MARGIN_MS = 1_000;
@@ -38,6 +44,7 @@ export function createPool(options: PoolOptions, logger: Logger): Pool {
     keepAlive: true,
     keepAliveInitialDelayMillis: 10_000,
     application_name: options.applicationName ?? 'account-connection-service',
+    options: options.asynchronousCommit ? '-c synchronous_commit=off' : undefined,
   });
   // An idle client losing its connection must not crash the process; the next checkout reconnects.
   pool.on('error', (error) => logger.warn({ err: error }, 'idle database connection failed'));

@@ -1,6 +1,8 @@
+import type { Pool } from 'pg';
 import { notFound } from '../errors';
+import { StatementBatcher } from '../db/statement-batcher';
 import { findConnectionByTokenForUser } from '../repository/connections-repository';
-import { recordEvent } from '../repository/events-repository';
+import { recordEvents, type EventRecord } from '../repository/events-repository';
 import { callProvider, type RuleDependencies } from './rule-dependencies';
 
 export interface LinkToken {
@@ -10,7 +12,22 @@ export interface LinkToken {
 
 /** Link tokens: new connections, and update mode for one of the user's own connections. */
 export class LinkTokenService {
-  constructor(private readonly deps: RuleDependencies) {}
+  private readonly createdEvents: StatementBatcher<EventRecord, null>;
+
+  /**
+   * `eventsPool` records `link_token_created`, and may commit without waiting for the disk: losing
+   * that line of the audit trail in a database crash loses nothing else.
+   */
+  constructor(
+    private readonly deps: RuleDependencies,
+    eventsPool: Pool = deps.pool,
+  ) {
+    // Link tokens created at the same time share one insert.
+    this.createdEvents = new StatementBatcher(async (events) => {
+      await recordEvents(eventsPool, events);
+      return events.map(() => null);
+    });
+  }
 
   async createLinkToken(input: {
     subscriptionUserId: string;
@@ -35,7 +52,7 @@ export class LinkTokenService {
         accessToken: input.accessToken,
       }),
     );
-    await recordEvent(pool, {
+    await this.createdEvents.submit({
       kind: 'link_token_created',
       subscriptionUserId: input.subscriptionUserId,
       appName: input.appName,

@@ -1,7 +1,13 @@
 import { createHash } from 'node:crypto';
 import type { Pool } from 'pg';
-import { RateLimiterPostgres, RateLimiterRes } from 'rate-limiter-flexible';
 import { tooManyRequests } from '../errors';
+import { StatementBatcher } from '../db/statement-batcher';
+import {
+  refundRateLimitPoint,
+  spendRateLimitPoints,
+  type RateLimitSpend,
+  type RateLimitSpent,
+} from '../repository/rate-limits-repository';
 
 export type LimitedAction = 'link_token' | 'exchange' | 'removal';
 
@@ -13,87 +19,70 @@ export interface RateLimitSettings {
   totalPerMinute: number;
 }
 
-const ACTIONS: LimitedAction[] = ['link_token', 'exchange', 'removal'];
-
 const DESCRIPTIONS: Record<LimitedAction, string> = {
   link_token: 'link tokens',
   exchange: 'public-token exchanges',
   removal: 'removals',
 };
 
-/** The one key of each service-wide counter. */
-const EVERYONE = 'all';
+const WINDOW_MS = 60_000;
 
-const retryAfterSeconds = (rejection: RateLimiterRes) =>
-  Math.max(1, Math.ceil(rejection.msBeforeNext / 1000));
+const secondsUntil = (expiresAt: number, now: number) => Math.max(1, Math.ceil((expiresAt - now) / 1000));
 
 /**
  * Per-user limits, and a service-wide ceiling for each action so that minting new user ids cannot
- * multiply a caller's budget. The counters live in Postgres, so every instance of the service shares them.
+ * multiply a caller's budget. The counters live in Postgres (fixed one-minute windows), so every
+ * instance of the service shares them. Requests counted at the same time share one statement.
  *
- * A refused request spends nothing: the per-user counter is asked first, so a user over their own
- * limit never eats into the shared budget; when the shared budget refuses, the point just taken from
- * the user is given back.
+ * A refused request spends nothing: the service-wide counter is counted only for a user within their
+ * own limit, so a user over it never eats into the shared budget; when the shared budget refuses, the
+ * point just taken from the user is given back.
+ *
+ * The pool may commit without waiting for the disk (synchronous_commit off): a counter lost in a
+ * database crash only lets a few more requests through in that minute.
  */
 export class RateLimits {
-  private readonly perUser: Record<LimitedAction, RateLimiterPostgres>;
-  private readonly total: Record<LimitedAction, RateLimiterPostgres> | undefined;
   private readonly perMinute: Record<LimitedAction, number>;
   private readonly totalPerMinute: number;
+  private readonly spends: StatementBatcher<RateLimitSpend, RateLimitSpent>;
 
-  constructor(pool: Pool, settings: RateLimitSettings) {
+  constructor(
+    private readonly pool: Pool,
+    settings: RateLimitSettings,
+  ) {
     this.perMinute = {
       link_token: settings.linkTokensPerMinute,
       exchange: settings.exchangesPerMinute,
       removal: settings.removalsPerMinute,
     };
     this.totalPerMinute = settings.totalPerMinute;
-    const limiter = (keyPrefix: string, points: number) =>
-      new RateLimiterPostgres({
-        storeClient: pool,
-        storeType: 'pool',
-        tableName: 'rate_limits',
-        tableCreated: true,
-        clearExpiredByTimeout: false,
-        keyPrefix,
-        points,
-        duration: 60,
-      });
-    const limiters = (build: (action: LimitedAction) => RateLimiterPostgres) =>
-      Object.fromEntries(ACTIONS.map((action) => [action, build(action)])) as Record<
-        LimitedAction,
-        RateLimiterPostgres
-      >;
-    this.perUser = limiters((action) => limiter(action, this.perMinute[action]));
-    this.total =
-      this.totalPerMinute > 0
-        ? limiters((action) => limiter(`total_${action}`, this.totalPerMinute))
-        : undefined;
+    this.spends = new StatementBatcher((spends) =>
+      spendRateLimitPoints(pool, spends, { now: Date.now(), windowMs: WINDOW_MS }),
+    );
   }
 
   async consume(action: LimitedAction, subscriptionUserId: string): Promise<void> {
-    // Hashed so that any id up to 256 characters fits the store's 255-character key.
-    const key = createHash('sha256').update(subscriptionUserId).digest('hex');
-    try {
-      await this.perUser[action].consume(key);
-    } catch (rejection) {
-      if (!(rejection instanceof RateLimiterRes)) throw rejection;
+    // Hashed so that any id up to 256 characters fits the 255-character key.
+    const userKey = `${action}:${createHash('sha256').update(subscriptionUserId).digest('hex')}`;
+    const { user, total } = await this.spends.submit({
+      userKey,
+      userLimit: this.perMinute[action],
+      totalKey: this.totalPerMinute > 0 ? `total_${action}:all` : undefined,
+    });
+    const now = Date.now();
+    if (user.points > this.perMinute[action]) {
       throw tooManyRequests(
-        retryAfterSeconds(rejection),
+        secondsUntil(user.expiresAt, now),
         `At most ${this.perMinute[action]} ${DESCRIPTIONS[action]} per minute are allowed for one subscription_user_id.`,
         this.perMinute[action],
       );
     }
-    if (!this.total) return;
-    try {
-      await this.total[action].consume(EVERYONE);
-    } catch (rejection) {
-      if (!(rejection instanceof RateLimiterRes)) throw rejection;
+    if (total && total.points > this.totalPerMinute) {
       // Best effort: if the refund fails the user loses one point of this minute, and the answer
       // is a refusal either way.
-      await this.perUser[action].reward(key).catch(() => undefined);
+      await refundRateLimitPoint(this.pool, userKey, user.expiresAt).catch(() => undefined);
       throw tooManyRequests(
-        retryAfterSeconds(rejection),
+        secondsUntil(total.expiresAt, now),
         `The service-wide limit of ${this.totalPerMinute} ${DESCRIPTIONS[action]} per minute, across all users, ` +
           'is reached; try again after Retry-After seconds.',
         this.totalPerMinute,

@@ -109,6 +109,7 @@ export async function startService(options: ServiceOptions = {}): Promise<Servic
       await deps.outbox.stop();
       await deps.pool.end();
       await deps.adminPool.end();
+      await deps.asyncCommitPool.end();
       if (!options.emulator) await emulator.close();
       if (!options.database) await database.drop();
       rmSync(env.DATA_DIR!, { recursive: true, force: true });

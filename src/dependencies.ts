@@ -159,19 +159,21 @@ export function buildDependencies(
 
 /** What the HTTP app needs of the dependencies, the same for the service and its tests. */
 export function toAppDependencies(config: Config, logger: Logger, deps: Dependencies): AppDependencies {
+  // Pools, the provider, the vault and the limits stay here: the app reaches them only through use cases.
+  const {
+    pool,
+    adminPool: _admin,
+    asyncCommitPool: _async,
+    provider: _p,
+    vault: _v,
+    rateLimits: _r,
+    ...useCases
+  } = deps;
   return {
+    ...useCases,
     logger,
-    isDatabaseAnswering: (timeoutMs) => isDatabaseAnswering(deps.pool, timeoutMs),
-    outbox: deps.outbox,
+    isDatabaseAnswering: (timeoutMs) => isDatabaseAnswering(pool, timeoutMs),
     secrets: { internal: config.internalSecrets, admin: config.adminSecrets },
     adminRequestsPerMinute: config.rateLimits.adminPerMinute,
-    linkTokens: deps.linkTokens,
-    exchanges: deps.exchanges,
-    removals: deps.removals,
-    connectionHealth: deps.connectionHealth,
-    refreshes: deps.refreshes,
-    overview: deps.overview,
-    admin: deps.admin,
-    reconciliation: deps.reconciliation,
   };
 }

@@ -1,14 +1,9 @@
 import dotenv from 'dotenv';
-import { ConfigError, loadConfigWithLocalSecrets } from '../config';
+import { failScript as fail, loadScriptConfig } from './script-config';
 import { buildDependencies } from '../dependencies';
 import { AppError } from '../errors';
 import { createLogger } from '../logger';
 import type { Difference, ReconciliationProgress } from '../services/reconciliation';
-
-function fail(message: string): never {
-  process.stderr.write(`${message}\n`);
-  process.exit(1);
-}
 
 const plural = (count: number, word: string) => `${count} ${word}${count === 1 ? '' : 's'}`;
 
@@ -31,20 +26,7 @@ function describeDifference(difference: Difference): string {
  */
 async function run(): Promise<void> {
   dotenv.config({ quiet: true });
-  if (!process.env.DATABASE_URL?.trim()) {
-    // Starting the embedded database here would stop the one a running `npm start` uses.
-    fail(
-      'DATABASE_URL is required. With the embedded database of `npm start`, call ' +
-        'POST /admin/reconcile on the running service instead.',
-    );
-  }
-  let config;
-  try {
-    config = await loadConfigWithLocalSecrets(process.env);
-  } catch (error) {
-    if (error instanceof ConfigError) fail(error.message);
-    throw error;
-  }
+  const { config, databaseUrl } = await loadScriptConfig('POST /admin/reconcile');
   const { clientId, secret } = config.plaid;
   if (!clientId || !secret) {
     // The built-in emulator lives inside `npm start`: there is no Plaid for this process to ask.
@@ -53,7 +35,6 @@ async function run(): Promise<void> {
         'POST /admin/reconcile on the running service instead.',
     );
   }
-  const databaseUrl = config.databaseUrl ?? fail('DATABASE_URL is required.');
   // Log lines go to stderr: stdout is the progress and the summary.
   const logger = createLogger({ level: config.logLevel, destination: process.stderr });
   const deps = buildDependencies(config, logger, {

@@ -1,16 +1,11 @@
 import { parseArgs } from 'node:util';
 import dotenv from 'dotenv';
-import { ConfigError, loadConfigWithLocalSecrets } from '../config';
+import { failScript as fail, loadScriptConfig } from './script-config';
 import { createPool } from '../db/pool';
 import { createLogger } from '../logger';
 import { retryDeadRemovals } from '../services/outbox-processor';
 
 const USAGE = 'usage: npm run retry-dead-removals [-- --id <outbox id> [--id <outbox id> …]]';
-
-function fail(message: string): never {
-  process.stderr.write(`${message}\n`);
-  process.exit(1);
-}
 
 /**
  * `npm run retry-dead-removals`: hands every dead Item removal (or only the `--id`s given) back to the
@@ -23,21 +18,7 @@ async function run(): Promise<void> {
   if (ids?.some((id) => !/^[1-9][0-9]{0,18}$/.test(id) || BigInt(id) > 9_223_372_036_854_775_807n)) {
     fail(`--id must be an outbox id (a positive whole number)\n${USAGE}`);
   }
-  if (!process.env.DATABASE_URL?.trim()) {
-    // Starting the embedded database here would stop the one a running `npm start` uses.
-    fail(
-      'DATABASE_URL is required. With the embedded database of `npm start`, call ' +
-        'POST /admin/removals/retry-dead on the running service instead.',
-    );
-  }
-  let config;
-  try {
-    config = await loadConfigWithLocalSecrets(process.env);
-  } catch (error) {
-    if (error instanceof ConfigError) fail(error.message);
-    throw error;
-  }
-  const databaseUrl = config.databaseUrl ?? fail('DATABASE_URL is required.');
+  const { config, databaseUrl } = await loadScriptConfig('POST /admin/removals/retry-dead');
   const logger = createLogger({ level: config.logLevel });
   const pool = createPool(
     { connectionString: databaseUrl, max: 1, applicationName: 'retry-dead-removals' },

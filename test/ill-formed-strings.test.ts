@@ -5,6 +5,7 @@ import {
   connectInstitution,
   linkPublicToken,
   problemShape,
+  accountIdsOf,
   rowsOf,
   startService,
   uniqueUserId,
@@ -78,13 +79,7 @@ describe('ill-formed strings', () => {
         { field: 'subscription_user_id', message: expect.stringMatching(/well-formed Unicode/) },
       ]);
     }
-    const accounts = await rowsOf(
-      service,
-      `SELECT a.provider_account_id FROM accounts a JOIN connections i ON i.id = a.connection_id
-        WHERE i.subscription_user_id = $1 ORDER BY a.provider_account_id`,
-      [`${victim}\ufffd`],
-    );
-    expect(accounts.map((row) => row.provider_account_id)).toEqual([...accountIds].sort());
+    expect(await accountIdsOf(service, `${victim}\ufffd`)).toEqual([...accountIds].sort());
     expect(await rowsOf(service, `SELECT 1 FROM outbox`)).toEqual([]);
     expect(service.emulator.calls()).toEqual([]);
   });

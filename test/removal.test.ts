@@ -5,6 +5,7 @@ import {
   asAdmin,
   connectInstitution,
   problemShape,
+  accountIdsOf,
   rowsOf,
   startService,
   uniqueUserId,
@@ -120,14 +121,7 @@ describe('removing accounts and institutions', () => {
     expect(unknown.status).toBe(404);
     expect(again.body).toEqual({ ...problemShape, status: 404, code: 'NOT_FOUND' });
     expect(again.body.detail).toBe(unknown.body.detail);
-    expect(
-      await rowsOf(
-        service,
-        `SELECT a.provider_account_id FROM accounts a JOIN connections c ON c.id = a.connection_id
-          WHERE c.subscription_user_id = $1`,
-        [user],
-      ),
-    ).toHaveLength(accountIds.length - 1);
+    expect(await accountIdsOf(service, user)).toHaveLength(accountIds.length - 1);
   });
 
   it('when an institution is removed twice, then the second answer is 404', async () => {

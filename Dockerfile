@@ -6,9 +6,10 @@ COPY package.json package-lock.json ./
 RUN npm ci --no-audit --no-fund
 COPY tsconfig.json tsconfig.build.json ./
 COPY src ./src
-# dist/dev holds development-only modules (embedded database, generated local secrets, seed); production
-# never loads them (test/production-build.test.ts starts the build without them).
-RUN npm run typecheck && npm run build && npm prune --omit=dev && rm -rf dist/dev
+# dist/dev (embedded database, generated local secrets, the built-in emulator's start, seed, benchmarks) and
+# dist/emulator (Plaid's API emulated) are development-only; production never loads them
+# (test/production-build.test.ts starts the build without both).
+RUN npm run typecheck && npm run build && npm prune --omit=dev && rm -rf dist/dev dist/emulator
 
 FROM node:20.20-bookworm-slim
 ENV NODE_ENV=production \

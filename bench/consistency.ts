@@ -6,6 +6,8 @@ import type { Pool } from 'pg';
  */
 const CONNECTIONS = 'connections';
 const ACCOUNT_CONNECTION_ID = 'connection_id';
+// The outbox also carries notifications to the website; an Item's removal is one kind of its rows.
+const ITEM_REMOVAL = "kind = 'provider_item_remove'";
 
 const BROKEN_INVARIANTS_SQL = `
   SELECT 'account whose connection is gone' AS problem, count(*)::int AS count
@@ -22,13 +24,13 @@ const BROKEN_INVARIANTS_SQL = `
   UNION ALL
   SELECT 'stored connection whose Item is queued for removal', count(*)::int
     FROM ${CONNECTIONS} c
-   WHERE EXISTS (SELECT 1 FROM outbox o WHERE o.provider_item_id = c.provider_item_id)`;
+   WHERE EXISTS (SELECT 1 FROM outbox o WHERE o.provider_item_id = c.provider_item_id AND o.${ITEM_REMOVAL})`;
 
 const STORED_ITEMS_SQL = `SELECT provider_item_id FROM ${CONNECTIONS}`;
 
 // An Item whose removal is queued but not done, or whose exchange reached Plaid and is not yet stored.
 const PENDING_ITEMS_SQL = `
-  SELECT provider_item_id FROM outbox WHERE state <> 'done'
+  SELECT provider_item_id FROM outbox WHERE state <> 'done' AND ${ITEM_REMOVAL}
   UNION
   SELECT provider_item_id FROM exchanges WHERE state = 'exchanged' AND provider_item_id IS NOT NULL`;
 
@@ -44,8 +46,8 @@ export interface DatabaseCounts {
 const COUNTS_SQL = `
   SELECT (SELECT count(*)::int FROM ${CONNECTIONS}) AS connections,
          (SELECT count(*)::int FROM accounts) AS accounts,
-         (SELECT count(*)::int FROM outbox WHERE state = 'pending') AS "pendingRemovals",
-         (SELECT count(*)::int FROM outbox WHERE state = 'dead') AS "deadRemovals"`;
+         (SELECT count(*)::int FROM outbox WHERE state = 'pending' AND ${ITEM_REMOVAL}) AS "pendingRemovals",
+         (SELECT count(*)::int FROM outbox WHERE state = 'dead' AND ${ITEM_REMOVAL}) AS "deadRemovals"`;
 
 /**
  * The broken invariants between the database and the provider's Items; an empty list is a consistent
@@ -94,4 +96,44 @@ export async function readDatabaseCounts(pool: Pool): Promise<DatabaseCounts> {
   const counts = rows[0];
   if (!counts) throw new Error('the counts query returned no row');
   return counts;
+}
+
+export interface StoredConnectionRow {
+  itemId: string;
+  accountCount: number;
+  accountIds: string[];
+}
+
+const STORED_CONNECTIONS_SQL = `
+  SELECT c.provider_item_id AS "itemId", c.account_count AS "accountCount",
+         coalesce(array_agg(a.provider_account_id) FILTER (WHERE a.provider_account_id IS NOT NULL), '{}')
+           AS "accountIds"
+    FROM ${CONNECTIONS} c
+    LEFT JOIN accounts a ON a.${ACCOUNT_CONNECTION_ID} = c.id
+   GROUP BY c.id`;
+
+/** Every stored connection with its kept account count and its account rows. */
+export async function readStoredConnections(pool: Pool): Promise<StoredConnectionRow[]> {
+  return (await pool.query<StoredConnectionRow>(STORED_CONNECTIONS_SQL)).rows;
+}
+
+const ITEMS_HELD_BY_EXCHANGES_SQL = `
+  SELECT provider_item_id AS "itemId" FROM exchanges WHERE state = 'exchanged' AND provider_item_id IS NOT NULL`;
+
+/** Items whose access token an unfinished exchange holds (stored, or swept into the removal queue, later). */
+export async function listItemsHeldByExchanges(pool: Pool): Promise<string[]> {
+  return (await pool.query<{ itemId: string }>(ITEMS_HELD_BY_EXCHANGES_SQL)).rows.map((row) => row.itemId);
+}
+
+const STATUS_CHANGES_SQL = `
+  SELECT detail->>'item_id' AS "itemId", count(*)::int AS changes
+    FROM events WHERE kind = 'connection_status_changed' AND detail->>'from' <> detail->>'to' GROUP BY 1`;
+
+/**
+ * How many times each Item's connection changed status (its connection_status_changed events from one
+ * status to another; an event that only changed new_accounts_available is not a status change).
+ */
+export async function countStatusChangesByItem(pool: Pool): Promise<Map<string, number>> {
+  const { rows } = await pool.query<{ itemId: string; changes: number }>(STATUS_CHANGES_SQL);
+  return new Map(rows.map((row) => [row.itemId, row.changes]));
 }

@@ -21,6 +21,11 @@ export interface TableRows {
   linkPassthrough: MeasuredRow;
   exchangeService: MeasuredRow;
   exchangePassthrough: MeasuredRow;
+  /** create-link-token on the instance whose metrics are off (METRICS_PORT=0). */
+  linkMetricsOff: MeasuredRow;
+  /** The same endpoints on the service's instance behind PgBouncer, when it runs. */
+  linkPooled: MeasuredRow | undefined;
+  exchangePooled: MeasuredRow | undefined;
   removeAccount: MeasuredRow;
   removeInstitution: MeasuredRow;
   /** Requests of the removal rounds, which run on a set number of seeded connections. */
@@ -55,34 +60,81 @@ async function betweenRounds(targets: BenchTargets): Promise<void> {
   await sleep(PAUSE_BETWEEN_ROUNDS_MS);
 }
 
+interface Side {
+  name: string;
+  run: (seconds: number) => Promise<RoundResult>;
+}
+
 /**
- * Service and baseline rounds alternate, in the order S B, B S, S B…, so that neither side always
- * runs on a warmer or a colder machine; each side first gets an untimed warm-up.
+ * The order of the sides in one round, the baseline being the last side. Alone with the baseline, the
+ * service alternates with it (S B, B S, S B…), so that neither always runs on a warmer or a colder
+ * machine. With two instances of the service, a side measured right after the baseline's exchange round
+ * came out a third slower, whichever it was: the baseline closes every round (and warms up first), and
+ * the services take turns at the front, so that each follows the baseline equally often (S P B, P S B…).
  */
+function roundOrder(sides: number, round: number): number[] {
+  if (sides === 2) return round % 2 === 0 ? [0, 1] : [1, 0];
+  const services = Array.from({ length: sides - 1 }, (_, turn) => (turn + round) % (sides - 1));
+  return [...services, sides - 1];
+}
+
+/** Each side first gets an untimed warm-up, then its rounds in `roundOrder`. One row per side, in order. */
 async function alternate(
   targets: BenchTargets,
   name: string,
   options: TableOptions,
-  service: (seconds: number) => Promise<RoundResult>,
-  baseline: (seconds: number) => Promise<RoundResult>,
-): Promise<{ service: MeasuredRow; baseline: MeasuredRow }> {
+  sides: Side[],
+): Promise<MeasuredRow[]> {
   progress(`${name}: warm-up`);
-  await service(options.warmUpSeconds);
-  await betweenRounds(targets);
-  await baseline(options.warmUpSeconds);
-  await betweenRounds(targets);
-  const serviceRounds: RoundResult[] = [];
-  const baselineRounds: RoundResult[] = [];
+  const warmUpOrder = sides.length === 2 ? sides : [sides[sides.length - 1]!, ...sides.slice(0, -1)];
+  for (const side of warmUpOrder) {
+    await side.run(options.warmUpSeconds);
+    await betweenRounds(targets);
+  }
+  const rounds = sides.map((): RoundResult[] => []);
   for (let round = 0; round < options.rounds; round += 1) {
-    const order = round % 2 === 0 ? (['service', 'baseline'] as const) : (['baseline', 'service'] as const);
-    for (const side of order) {
-      const result = await (side === 'service' ? service : baseline)(options.roundSeconds);
-      (side === 'service' ? serviceRounds : baselineRounds).push(result);
-      progress(describe(`${name} ${side} round ${round + 1}`, result));
+    for (const index of roundOrder(sides.length, round)) {
+      const side = sides[index]!;
+      const result = await side.run(options.roundSeconds);
+      rounds[index]!.push(result);
+      progress(describe(`${name} ${side.name} round ${round + 1}`, result));
       await betweenRounds(targets);
     }
   }
-  return { service: toMeasuredRow(serviceRounds), baseline: toMeasuredRow(baselineRounds) };
+  return rounds.map(toMeasuredRow);
+}
+
+/**
+ * The direct service, the pooled one when it runs, the one with metrics off when asked for, and the
+ * baseline: one row each.
+ */
+async function alternateServices(
+  targets: BenchTargets,
+  name: string,
+  options: TableOptions & { withMetricsOff?: boolean },
+  service: (url: string) => Side['run'],
+  baseline: Side['run'],
+): Promise<{
+  service: MeasuredRow;
+  pooled: MeasuredRow | undefined;
+  metricsOff: MeasuredRow | undefined;
+  baseline: MeasuredRow;
+}> {
+  const sides: Side[] = [
+    { name: 'service', run: service(targets.service.url) },
+    ...(targets.pooled ? [{ name: 'service behind PgBouncer', run: service(targets.pooled.url) }] : []),
+    ...(options.withMetricsOff
+      ? [{ name: 'service, metrics off', run: service(targets.metricsOff.url) }]
+      : []),
+    { name: 'baseline', run: baseline },
+  ];
+  const rows = await alternate(targets, name, options, sides);
+  return {
+    service: rows[0]!,
+    pooled: targets.pooled ? rows[1] : undefined,
+    metricsOff: options.withMetricsOff ? rows[rows.length - 2] : undefined,
+    baseline: rows[rows.length - 1]!,
+  };
 }
 
 async function measureCeiling(targets: BenchTargets, options: TableOptions): Promise<MeasuredRow> {
@@ -115,13 +167,14 @@ async function measureLinkTokens(targets: BenchTargets, options: TableOptions) {
     seconds,
     setupRequest: bodyFrom(() => ({ subscription_user_id: nextUserId(targets), app_name: APP_NAME })),
   });
-  return alternate(
+  const rows = await alternateServices(
     targets,
     'create-link-token',
-    options,
-    (seconds) => runLoad(spec(targets.service.url, seconds)),
+    { ...options, withMetricsOff: true },
+    (url) => (seconds) => runLoad(spec(url, seconds)),
     (seconds) => runLoad(spec(targets.passthrough.url, seconds)),
   );
+  return { ...rows, metricsOff: rows.metricsOff! };
 }
 
 /**
@@ -183,21 +236,37 @@ class ExchangeSide {
 }
 
 async function measureExchanges(targets: BenchTargets, options: TableOptions, stored: StoredConnection[]) {
-  const service = new ExchangeSide(targets, targets.service.url, targets.service.emulator, stored);
+  // Both instances of the service use one emulator; only the direct one's connections are kept for the
+  // removal rounds, whose service is the direct one.
+  const sides = new Map<string, ExchangeSide>();
+  const sideFor = (url: string) =>
+    sides.get(url) ??
+    sides
+      .set(
+        url,
+        new ExchangeSide(
+          targets,
+          url,
+          targets.service.emulator,
+          url === targets.service.url ? stored : undefined,
+        ),
+      )
+      .get(url)!;
   const baseline = new ExchangeSide(
     targets,
     targets.passthrough.url,
     targets.passthrough.emulator,
     undefined,
   );
-  const rows = await alternate(
+  const rows = await alternateServices(
     targets,
     'exchange-public-token',
     options,
-    (seconds) => service.run(seconds),
+    (url) => (seconds) => sideFor(url).run(seconds),
     (seconds) => baseline.run(seconds),
   );
-  return { ...rows, seeder: service, shortfall: () => service.shortfall + baseline.shortfall };
+  const shortfall = () => [...sides.values(), baseline].reduce((sum, side) => sum + side.shortfall, 0);
+  return { ...rows, seeder: sideFor(targets.service.url), shortfall };
 }
 
 type RemovalKind = 'remove-account' | 'remove-institution';
@@ -338,9 +407,12 @@ export async function measureTable(
   return {
     ceiling,
     linkService: link.service,
+    linkMetricsOff: link.metricsOff,
     linkPassthrough: link.baseline,
     exchangeService: exchange.service,
     exchangePassthrough: exchange.baseline,
+    linkPooled: link.pooled,
+    exchangePooled: exchange.pooled,
     ...removals,
     notes,
   };

@@ -1,6 +1,5 @@
 import { spawn, type ChildProcess, type StdioOptions } from 'node:child_process';
 import { readFileSync } from 'node:fs';
-import net from 'node:net';
 
 /** A process the bench started; every one of them is stopped by stopAllProcesses, whatever happens. */
 export interface BenchProcess {
@@ -16,25 +15,23 @@ export interface BenchProcess {
 const started: BenchProcess[] = [];
 const unexpectedExits: string[] = [];
 
-export const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
+export { findFreePort } from '../src/dev/free-port';
 
-export async function findFreePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = net.createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as net.AddressInfo;
-      server.close(() => resolve(port));
-    });
-  });
-}
+export const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 
 export function startNodeProcess(
   name: string,
   script: string,
-  options: { env: NodeJS.ProcessEnv; stdio: StdioOptions; cwd?: string; stopGraceMs?: number },
+  options: {
+    env: NodeJS.ProcessEnv;
+    stdio: StdioOptions;
+    cwd?: string;
+    stopGraceMs?: number;
+    /** Node's own options, before the script (`--cpu-prof`…). */
+    nodeArgs?: readonly string[];
+  },
 ): BenchProcess {
-  const child = spawn(process.execPath, [script], {
+  const child = spawn(process.execPath, [...(options.nodeArgs ?? []), script], {
     env: options.env,
     stdio: options.stdio,
     cwd: options.cwd,
@@ -57,6 +54,11 @@ export function startNodeProcess(
 
 export const hasExited = (entry: BenchProcess) =>
   entry.child.exitCode !== null || entry.child.signalCode !== null;
+
+/** Every exit of a process that was not asked to stop, as `name exited (signal or code)`. */
+export function listUnexpectedExits(): readonly string[] {
+  return unexpectedExits;
+}
 
 /** Throws when a process the bench relies on has died, so that no figure is measured against a corpse. */
 export function assertAllRunning(): void {

@@ -28,14 +28,22 @@ function row(endpoint: string, target: string, measured: MeasuredRow, baseline?:
   return `| ${cells.join(' | ')} |`;
 }
 
+const POOLED = 'service behind PgBouncer (transaction mode)';
+const METRICS_OFF = 'service, metrics off (METRICS_PORT=0)';
+
 /** The table as Markdown, ready for the README. */
 export function formatTable(rows: TableRows, memory: MemoryFigures, soak: SoakReport | undefined): string {
   const lines = [
     '| endpoint | target | req/s | p50 ms | p99 ms | errors | req/s vs baseline | p99 vs baseline |',
     '| --- | --- | --: | --: | --: | --: | --: | --: |',
     row('create-link-token', 'service', rows.linkService, rows.linkPassthrough),
+    row('create-link-token', METRICS_OFF, rows.linkMetricsOff, rows.linkPassthrough),
+    ...(rows.linkPooled ? [row('create-link-token', POOLED, rows.linkPooled, rows.linkPassthrough)] : []),
     row('create-link-token', 'passthrough', rows.linkPassthrough),
     row('exchange-public-token', 'service', rows.exchangeService, rows.exchangePassthrough),
+    ...(rows.exchangePooled
+      ? [row('exchange-public-token', POOLED, rows.exchangePooled, rows.exchangePassthrough)]
+      : []),
     row(
       'exchange-public-token',
       'passthrough (exchange + accounts, stores nothing)',
@@ -45,6 +53,25 @@ export function formatTable(rows: TableRows, memory: MemoryFigures, soak: SoakRe
     row('remove-institution', 'service', rows.removeInstitution),
     row('GET, constant answer', 'bare Express (ceiling)', rows.ceiling),
   ];
+  const metricsOn = rows.linkService.median;
+  const metricsOff = rows.linkMetricsOff.median;
+  lines.push(
+    '',
+    `create-link-token with metrics on (METRICS_PORT set, as by default) against off: ` +
+      `${ratio(metricsOn.requestsPerSecond / metricsOff.requestsPerSecond)} the req/s, ` +
+      `p99 ${ratio(metricsOn.p99 / metricsOff.p99)}.`,
+  );
+  for (const [endpoint, pooled, direct] of [
+    ['create-link-token', rows.linkPooled, rows.linkService],
+    ['exchange-public-token', rows.exchangePooled, rows.exchangeService],
+  ] as const) {
+    if (!pooled) continue;
+    lines.push(
+      '',
+      `${endpoint} behind PgBouncer: ${ratio(pooled.median.requestsPerSecond / direct.median.requestsPerSecond)} ` +
+        `the direct service's req/s, p99 ${ratio(pooled.median.p99 / direct.median.p99)}.`,
+    );
+  }
   const memoryParts = [`idle ${megabytes(memory.idle)}`, `end of the load ${megabytes(memory.endOfLoad)}`];
   if (soak) {
     const { rssAfterWarmUp: first, rssAtEnd: last } = soak;

@@ -1,10 +1,10 @@
-import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { closeSync, existsSync, mkdtempSync, openSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
-import { Client, Pool } from 'pg';
+import { Pool } from 'pg';
+import { findPgBouncer, startPgBouncer, type RunningPgBouncer } from '../src/dev/pgbouncer';
 import { EmulatorProcess } from './emulator-client';
 import { measureTable } from './measure-table';
 import {
@@ -16,6 +16,15 @@ import {
   waitUntilAnswering,
 } from './processes';
 import { formatConsistency, formatSoak, formatTable } from './report';
+import {
+  describeCommit,
+  print,
+  progress,
+  readWholeNumber,
+  SERVICE_SCRIPT,
+  serviceEnvironment,
+  withClient,
+} from './run-context';
 import { checkConsistency, runSoak, type Consistency, type SoakReport } from './soak';
 import type { BenchTargets, StoredConnection } from './targets';
 
@@ -27,18 +36,17 @@ import type { BenchTargets, StoredConnection } from './targets';
  * behind is inconsistent with the emulator's Items.
  */
 
-const REPOSITORY = path.resolve(__dirname, '..', '..', '..');
-const SERVICE_SCRIPT = path.join(REPOSITORY, 'dist', 'main.js');
 const START_TIMEOUT_MS = 60_000;
 const IDLE_SETTLE_MS = 2_000;
 const WARM_UP_SECONDS = 2;
 const SOAK_WARM_UP_SECONDS = 10;
 // Every step is bounded on its own; this bounds the whole run in case something waits forever anyway.
 const RUN_LIMIT_MS = 20 * 60_000;
-const HIGH_LIMIT = '1000000';
-
-const print = (line: string) => process.stdout.write(`${line}\n`);
-const progress = (line: string) => process.stderr.write(`${line}\n`);
+/**
+ * PgBouncer's server connections for the pooled instance: as many as the direct instance's request
+ * pool, so that the row measures the pooler, not a smaller pool.
+ */
+const PGBOUNCER_POOL_SIZE = 10;
 
 function readOptions() {
   const { values } = parseArgs({
@@ -52,13 +60,7 @@ function readOptions() {
     },
     strict: true,
   });
-  const whole = (name: string, text: string, most: number) => {
-    const value = Number(text);
-    if (!Number.isInteger(value) || value < 1 || value > most) {
-      throw new Error(`--${name} must be a whole number from 1 to ${most}, not ${JSON.stringify(text)}`);
-    }
-    return value;
-  };
+  const whole = (name: string, text: string, most: number) => readWholeNumber(name, text, 1, most);
   return {
     soak: values.soak,
     soakSeconds: whole('soak-seconds', values['soak-seconds'], 600),
@@ -69,17 +71,6 @@ function readOptions() {
   };
 }
 
-function describeCommit(): string {
-  try {
-    return execFileSync('git', ['rev-parse', '--short', 'HEAD'], {
-      cwd: REPOSITORY,
-      encoding: 'utf8',
-    }).trim();
-  } catch {
-    return 'unknown';
-  }
-}
-
 /** What the run created outside itself, undone by cleanUp whatever happened. */
 interface Resources {
   serverUrl: string;
@@ -87,17 +78,7 @@ interface Resources {
   databaseCreated: boolean;
   workDir: string;
   pool?: Pool;
-}
-
-async function withAdminClient<T>(serverUrl: string, use: (client: Client) => Promise<T>): Promise<T> {
-  const client = new Client({ connectionString: serverUrl, connectionTimeoutMillis: 10_000 });
-  client.on('error', () => undefined);
-  await client.connect();
-  try {
-    return await use(client);
-  } finally {
-    await client.end().catch(() => undefined);
-  }
+  pgbouncer?: RunningPgBouncer;
 }
 
 let cleaning: Promise<void> | undefined;
@@ -106,8 +87,9 @@ function cleanUp(resources: Resources, keepWorkDir: boolean): Promise<void> {
   cleaning ??= (async () => {
     await stopAllProcesses();
     await resources.pool?.end().catch(() => undefined);
+    await resources.pgbouncer?.stop().catch(() => undefined);
     if (resources.databaseCreated) {
-      await withAdminClient(resources.serverUrl, (client) =>
+      await withClient(resources.serverUrl, (client) =>
         client.query(`DROP DATABASE IF EXISTS "${resources.databaseName}" WITH (FORCE)`),
       ).catch((error: unknown) =>
         progress(`could not drop database ${resources.databaseName}: ${(error as Error).message}`),
@@ -128,49 +110,85 @@ async function startEverything(
   const credentials = { clientId: `bench-${runId}`, secret: randomBytes(24).toString('hex') };
   const internalSecret = randomBytes(32).toString('base64url');
   const adminSecret = randomBytes(32).toString('base64url');
+  // Instances of one service share their keys.
+  const keys = {
+    TOKEN_ENCRYPTION_KEY: randomBytes(32).toString('base64'),
+    TOKEN_HMAC_KEY: randomBytes(32).toString('base64'),
+  };
   // The service and the passthrough each get their own emulator: the passthrough's Items are never
   // stored, and must not count against the service's consistency.
   const [serviceEmulator, baselineEmulator] = await Promise.all([
     EmulatorProcess.start('service emulator', credentials),
     EmulatorProcess.start('baseline emulator', credentials),
   ]);
-  const [servicePort, passthroughPort, ceilingPort] = await Promise.all([
+  const [
+    servicePort,
+    serviceMetricsPort,
+    pooledPort,
+    pooledMetricsPort,
+    metricsOffPort,
+    passthroughPort,
+    ceilingPort,
+  ] = await Promise.all([
+    findFreePort(),
+    findFreePort(),
+    findFreePort(),
+    findFreePort(),
     findFreePort(),
     findFreePort(),
     findFreePort(),
   ]);
 
   // The service logs one line per request to stdout: into a file, as in production, never a pipe.
-  const logFile = path.join(resources.workDir, 'service.log');
-  const logDescriptor = openSync(logFile, 'w');
-  const service = startNodeProcess('service', SERVICE_SCRIPT, {
-    cwd: resources.workDir,
-    stdio: ['ignore', logDescriptor, logDescriptor],
-    stopGraceMs: 15_000,
-    env: {
-      PATH: process.env.PATH,
-      NODE_ENV: 'development',
-      LOG_LEVEL: 'info',
-      HOST: '127.0.0.1',
-      PORT: String(servicePort),
-      DATA_DIR: path.join(resources.workDir, 'data'),
-      DATABASE_URL: databaseUrl,
-      PLAID_BASE_URL: serviceEmulator.url,
-      PLAID_CLIENT_ID: credentials.clientId,
-      PLAID_SECRET: credentials.secret,
-      INTERNAL_SECRET: internalSecret,
-      ADMIN_SECRET: adminSecret,
-      TOKEN_ENCRYPTION_KEY: randomBytes(32).toString('base64'),
-      TOKEN_HMAC_KEY: randomBytes(32).toString('base64'),
-      RATE_LIMIT_LINK_TOKENS_PER_MINUTE: HIGH_LIMIT,
-      RATE_LIMIT_EXCHANGES_PER_MINUTE: HIGH_LIMIT,
-      RATE_LIMIT_REMOVALS_PER_MINUTE: HIGH_LIMIT,
-      RATE_LIMIT_ADMIN_PER_MINUTE: HIGH_LIMIT,
-      RATE_LIMIT_TOTAL_PER_MINUTE: '0',
-      SHUTDOWN_TIMEOUT_MS: '5000',
-    },
-  });
-  closeSync(logDescriptor);
+  // Metrics on, as in production, each instance on a port of its own (0: off).
+  const startService = (
+    name: string,
+    [port, metricsPort]: [number, number],
+    database: Record<string, string>,
+  ) => {
+    const logFile = path.join(resources.workDir, `${name}.log`);
+    const logDescriptor = openSync(logFile, 'w');
+    const started = startNodeProcess(name, SERVICE_SCRIPT, {
+      cwd: resources.workDir,
+      stdio: ['ignore', logDescriptor, logDescriptor],
+      stopGraceMs: 15_000,
+      env: serviceEnvironment({
+        port,
+        metricsPort,
+        dataDir: path.join(resources.workDir, `${name}-data`),
+        database,
+        plaid: { url: serviceEmulator.url, ...credentials },
+        secrets: { internal: internalSecret, admin: adminSecret },
+        keys,
+      }),
+    });
+    closeSync(logDescriptor);
+    return { process: started, url: `http://127.0.0.1:${port}`, logFile };
+  };
+  const direct = startService('service', [servicePort, serviceMetricsPort], { DATABASE_URL: databaseUrl });
+  // The price of metrics: the same instance with its metrics listener off, on the same database.
+  const metricsOff = startService('service-metrics-off', [metricsOffPort, 0], { DATABASE_URL: databaseUrl });
+  // Started once the direct instance has migrated the database: the pooled one then finds it done.
+  const startPooled = async () => {
+    if (!findPgBouncer()) {
+      progress('pgbouncer is not installed: no row behind PgBouncer (Debian: apt-get install pgbouncer)');
+      return undefined;
+    }
+    resources.pgbouncer = await startPgBouncer({ serverUrl: databaseUrl, poolSize: PGBOUNCER_POOL_SIZE });
+    const pooled = startService('service-pgbouncer', [pooledPort, pooledMetricsPort], {
+      DATABASE_URL: resources.pgbouncer.throughPooler(databaseUrl),
+      DATABASE_DIRECT_URL: databaseUrl,
+    });
+    await waitUntilAnswering(`${pooled.url}/readyz`, pooled.process, START_TIMEOUT_MS).catch(
+      (error: unknown) => {
+        throw new Error(`${(error as Error).message} (service log: ${pooled.logFile})`);
+      },
+    );
+    const pooler =
+      `${resources.pgbouncer.version}, pool_mode = transaction, ` +
+      `default_pool_size = ${resources.pgbouncer.poolSize}`;
+    return { url: pooled.url, process: pooled.process, pooler };
+  };
   const baselineEnvironment = (port: number) => ({
     PATH: process.env.PATH,
     PORT: String(port),
@@ -187,16 +205,18 @@ async function startEverything(
     stdio: ['ignore', 'ignore', 'inherit', 'ipc'],
   });
 
-  const serviceUrl = `http://127.0.0.1:${servicePort}`;
+  const serviceUrl = direct.url;
   const passthroughUrl = `http://127.0.0.1:${passthroughPort}`;
   const ceilingUrl = `http://127.0.0.1:${ceilingPort}`;
   await Promise.all([
-    waitUntilAnswering(`${serviceUrl}/readyz`, service, START_TIMEOUT_MS),
+    waitUntilAnswering(`${serviceUrl}/readyz`, direct.process, START_TIMEOUT_MS),
+    waitUntilAnswering(`${metricsOff.url}/readyz`, metricsOff.process, START_TIMEOUT_MS),
     waitUntilAnswering(`${passthroughUrl}/`, passthrough, START_TIMEOUT_MS, true),
     waitUntilAnswering(`${ceilingUrl}/`, ceiling, START_TIMEOUT_MS),
   ]).catch((error: unknown) => {
-    throw new Error(`${(error as Error).message} (service log: ${logFile})`);
+    throw new Error(`${(error as Error).message} (service logs: ${direct.logFile}, ${metricsOff.logFile})`);
   });
+  const pooled = await startPooled();
 
   const headersFor = (secret: string) => () => ({
     'Content-Type': 'application/json',
@@ -207,11 +227,13 @@ async function startEverything(
     connections,
     service: {
       url: serviceUrl,
-      process: service,
+      process: direct.process,
       emulator: serviceEmulator,
       headers: headersFor(internalSecret),
       adminHeaders: headersFor(adminSecret),
     },
+    ...(pooled ? { pooled } : {}),
+    metricsOff: { url: metricsOff.url, process: metricsOff.process },
     passthrough: { url: passthroughUrl, emulator: baselineEmulator },
     ceiling: { url: ceilingUrl },
   };
@@ -223,7 +245,15 @@ function findFailures(
   consistency: Consistency,
 ): string[] {
   const failures: string[] = [];
-  const serviceRows = [rows.linkService, rows.exchangeService, rows.removeAccount, rows.removeInstitution];
+  const serviceRows = [
+    rows.linkService,
+    rows.linkMetricsOff,
+    rows.exchangeService,
+    rows.removeAccount,
+    rows.removeInstitution,
+    ...(rows.linkPooled ? [rows.linkPooled] : []),
+    ...(rows.exchangePooled ? [rows.exchangePooled] : []),
+  ];
   const tableFiveHundreds = serviceRows.reduce((sum, row) => sum + row.fiveHundreds, 0);
   if (tableFiveHundreds > 0)
     failures.push(`the service answered ${tableFiveHundreds} 5xx in the table's rounds`);
@@ -266,7 +296,7 @@ async function run(): Promise<number> {
   watchdog.unref();
 
   try {
-    const postgresVersion = await withAdminClient(serverUrl, async (client) => {
+    const postgresVersion = await withClient(serverUrl, async (client) => {
       await client.query(`CREATE DATABASE "${resources.databaseName}"`);
       resources.databaseCreated = true;
       const { rows } = await client.query<{ server_version: string }>('SHOW server_version');
@@ -304,7 +334,12 @@ async function run(): Promise<number> {
         `load average ${loadAtStart.toFixed(1)} at the start, ${(os.loadavg()[0] ?? 0).toFixed(1)} at the end; ` +
         `Node ${process.version}, PostgreSQL ${postgresVersion} on ${new URL(serverUrl).host}, LOG_LEVEL=info; ` +
         `${options.connections} connections; median of ${options.rounds} rounds of ${options.roundSeconds} s, ` +
-        `service and baseline rounds alternating; removal rounds of ${rows.removalRoundSizes.accounts} and ` +
+        `metrics on (METRICS_PORT set) but for the instance measured with them off (create-link-token only); ` +
+        (targets.pooled
+          ? `an instance of the service on the same database through ${targets.pooled.pooler}; `
+          : '') +
+        `rounds alternate between the instances and the baseline` +
+        `; removal rounds of ${rows.removalRoundSizes.accounts} and ` +
         `${rows.removalRoundSizes.institutions} requests on seeded connections; errors = non-2xx + socket errors, ` +
         `over all rounds.`,
     );

@@ -13,6 +13,16 @@ export interface BenchTargets {
     headers: () => Record<string, string>;
     adminHeaders: () => Record<string, string>;
   };
+  /**
+   * A second instance of the service on the same database, the same Plaid emulator and the same keys,
+   * reaching Postgres through PgBouncer in transaction mode; absent when pgbouncer is not installed.
+   */
+  pooled?: { url: string; process: BenchProcess; pooler: string };
+  /**
+   * A third instance, on the same database directly, with its metrics listener off (METRICS_PORT=0):
+   * measured for create-link-token only, beside the direct instance, whose metrics are on.
+   */
+  metricsOff: { url: string; process: BenchProcess };
   passthrough: { url: string; emulator: EmulatorProcess };
   ceiling: { url: string };
 }

@@ -11,7 +11,7 @@ import { createRequire } from 'node:module';
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const require = createRequire(import.meta.url);
 const { createApp } = require(path.join(root, 'dist/app.js'));
-const { createLogger } = require(path.join(root, 'dist/logger.js'));
+const { createLogger } = require(path.join(root, 'dist/observability/logger.js'));
 
 /** Stands in for what the document does not need; any use of it is a mistake worth failing on. */
 const notHere = (name) =>

@@ -1,26 +1,40 @@
 import { isUtf8 } from 'node:buffer';
 import express, { type Express } from 'express';
 import helmet from 'helmet';
-import type { Logger } from './logger';
-import { limitAdminRequests } from './http/middleware/admin-rate-limit';
+import { AppError } from './errors';
+import type { Logger } from './observability/logger';
+import type { ServiceMetrics } from './observability/metrics';
+import type { UseCases } from './use-cases/use-cases';
+import { BODY_LIMITS } from './http/body-limits';
+import type { EndpointContext } from './http/endpoint-declaration';
+import { ENDPOINTS } from './http/endpoint-list';
 import { authenticate, requireRole, type SecretSets } from './http/middleware/authenticate';
 import { notFoundHandler, problemHandler } from './http/middleware/problem-handler';
 import { logRequests } from './http/middleware/request-log';
-import { requireJsonBody } from './http/middleware/require-json';
-import { mountEndpoints, type EndpointServices } from './http/endpoint';
-import { ENDPOINTS } from './http/endpoints';
+import { limitAdminRequests, limitRequestsPerSource } from './http/middleware/request-rate-limit';
+import { requireJsonBody } from './http/middleware/require-json-body';
+import { mountEndpoints } from './http/mount-endpoints';
+import { matchRoutes } from './http/route-matcher';
 
 /** What the app needs: the use cases its endpoints call, plus what only the app itself uses. */
-export interface AppDependencies extends Omit<EndpointServices, 'clock' | 'isShuttingDown'> {
+export interface AppDependencies {
+  useCases: UseCases;
+  isDatabaseAnswering: (timeoutMs: number) => Promise<boolean>;
   logger: Logger;
   secrets: SecretSets;
   /** Per admin secret, over every /admin route; unset (apps built by hand in tests): no limit. */
   adminRequestsPerMinute?: number;
+  /** Per source address on the public route (Plaid's webhooks); unset: no limit. */
+  publicRequestsPerMinute?: number;
+  /** Express's `trust proxy`: which hops may set X-Forwarded-For, so `req.ip` is the real sender. */
+  trustProxy?: boolean | number | string;
+  /** Request durations and limit refusals; unset (apps built by hand in tests): none kept. */
+  metrics?: ServiceMetrics;
   clock?: () => Date;
   isShuttingDown?: () => boolean;
+  /** RETURN_ACCESS_TOKENS; unset: true, the original contract (the exchange and refresh answer tokens). */
+  returnAccessTokens?: boolean;
 }
-
-const MAX_BODY = '16kb';
 
 /** Builds the HTTP app from its dependencies; it neither listens nor reads the environment. */
 export function createApp(deps: AppDependencies): Express {
@@ -28,8 +42,23 @@ export function createApp(deps: AppDependencies): Express {
   app.disable('x-powered-by');
   app.set('etag', false);
   app.set('query parser', 'simple');
+  app.set('trust proxy', deps.trustProxy ?? false);
 
-  app.use(logRequests(deps.logger));
+  const publicEndpoints = ENDPOINTS.filter((endpoint) => endpoint.access === 'plaid-signature');
+  app.use(
+    logRequests(deps.logger, {
+      // Anyone on the internet reaches the public route: its lines must not be filed under an id they chose.
+      acceptsRequestId: (path) => !publicEndpoints.some((endpoint) => samePath(endpoint.path, path)),
+      routeOf: matchRoutes(ENDPOINTS),
+      metrics: deps.metrics,
+    }),
+  );
+  // Metrics have a listener of their own (METRICS_PORT), never the API's: say so rather than ask for a secret.
+  app.use('/metrics', () => {
+    throw new AppError('NOT_FOUND', {
+      detail: 'Metrics are served on the metrics port (METRICS_PORT), not on the API port.',
+    });
+  });
   app.use(helmet());
   const isShuttingDown = deps.isShuttingDown ?? (() => false);
   app.use((_req, res, next) => {
@@ -39,23 +68,27 @@ export function createApp(deps: AppDependencies): Express {
     next();
   });
 
-  const { logger: _logger, secrets: _secrets, adminRequestsPerMinute: _limit, ...useCases } = deps;
-  const services: EndpointServices = {
-    ...useCases,
+  const context: EndpointContext = {
+    useCases: deps.useCases,
+    isDatabaseAnswering: deps.isDatabaseAnswering,
     clock: deps.clock ?? (() => new Date()),
     isShuttingDown,
+    returnAccessTokens: deps.returnAccessTokens ?? true,
   };
   mountEndpoints(
     app,
     ENDPOINTS.filter((endpoint) => endpoint.access === 'anyone' || endpoint.access === 'plaid-signature'),
-    { services },
+    {
+      context,
+      limiters: { 'per-source': limitRequestsPerSource(deps.publicRequestsPerMinute, deps.metrics) },
+    },
   );
 
   app.use(authenticate(deps.secrets));
   app.use(requireJsonBody);
   app.use(
     express.json({
-      limit: MAX_BODY,
+      limit: BODY_LIMITS.json,
       strict: true,
       // Invalid UTF-8 would be decoded to U+FFFD, and two different ids would become one.
       verify: (_req, _res, body) => {
@@ -67,7 +100,10 @@ export function createApp(deps: AppDependencies): Express {
   mountEndpoints(
     app,
     ENDPOINTS.filter((endpoint) => endpoint.access !== 'anyone' && endpoint.access !== 'plaid-signature'),
-    { services, limiters: { 'per-admin-secret': limitAdminRequests(deps.adminRequestsPerMinute) } },
+    {
+      context,
+      limiters: { 'per-admin-secret': limitAdminRequests(deps.adminRequestsPerMinute, deps.metrics) },
+    },
   );
   // A path under /admin that no endpoint serves is still no business of the website's secret.
   app.use('/admin', requireRole('admin'));
@@ -75,4 +111,9 @@ export function createApp(deps: AppDependencies): Express {
   app.use(notFoundHandler);
   app.use(problemHandler(deps.logger));
   return app;
+}
+
+/** Whether a request path is a declared one as Express matches it: case-insensitive, a trailing slash allowed. */
+function samePath(declared: string, path: string): boolean {
+  return path.toLowerCase().replace(/\/+$/, '') === declared.toLowerCase();
 }

@@ -1,46 +1,49 @@
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
 import type { AppDependencies } from './app';
-import type { Config } from './config';
+import type { Config } from './config/load-config';
 import { deriveCursorKey } from './crypto/admin-cursor';
 import { TokenVault } from './crypto/token-vault';
 import { createPool, isDatabaseAnswering, type Pool } from './db/pool';
-import type { Logger } from './logger';
+import { NO_WEBSITE_NOTICES } from './domain/connections/connection-notifications';
+import { PerUserLimits } from './domain/per-user-limits';
+import { DatabaseGauges } from './jobs/database-gauges';
+import { runHousekeeping } from './jobs/housekeeping';
+import { ItemRemovalHandler } from './jobs/item-removal-handler';
+import { OutboxWorker, type OutboxHandler } from './jobs/outbox-worker';
+import { WebsiteNotificationHandler } from './jobs/website-notification-handler';
+import type { Logger } from './observability/logger';
+import { ServiceMetrics } from './observability/metrics';
 import type { AccountProvider } from './provider/account-provider';
 import { PlaidProvider, type PlaidProviderOptions } from './provider/plaid-provider';
-import { AdminService } from './services/admin';
 import { createWebhookVerifier } from './provider/webhook-verifier';
-import { ConnectionHealthService } from './services/connection-health';
-import { ConnectionOverviewService } from './services/connection-overview';
-import { ExchangeService } from './services/exchange';
-import { RefreshConnectionService } from './services/refresh-connection';
-import { LinkTokenService } from './services/link-tokens';
-import { RemovalService } from './services/removal';
-import type { RuleDependencies, RuleHooks } from './services/rule-dependencies';
-import { OutboxProcessor } from './services/outbox-processor';
-import { RateLimits } from './services/rate-limits';
-import { ReconciliationService } from './services/reconciliation';
+import type { UseCaseHooks } from './use-cases/use-case-dependencies';
+import { buildUseCases, type UseCases } from './use-cases/use-cases';
+import type { PlaidCaller } from './vocabulary/plaid-calls';
 
-export interface Dependencies {
+/** What the process holds: its pools, its provider, its background jobs, and every use case. */
+export interface Dependencies extends UseCases {
   pool: Pool;
   /** Admin pages, stats and exports only: they can never take the account endpoints' connections. */
   adminPool: Pool;
   /**
-   * Writes whose loss in a database crash is harmless (rate-limit counters, `link_token_created`
-   * events), committed without waiting for the disk; never an exchange's or a removal's writes.
+   * The batched writes whose loss in a database crash is harmless (rate-limit counters,
+   * `link_token_created` events): each statement commits without waiting for the disk
+   * (`synchronous_commit` off for its own transaction); never an exchange's or a removal's writes.
    */
   asyncCommitPool: Pool;
   provider: AccountProvider;
   vault: TokenVault;
-  outbox: OutboxProcessor;
-  rateLimits: RateLimits;
-  linkTokens: LinkTokenService;
-  exchanges: ExchangeService;
-  removals: RemovalService;
-  connectionHealth: ConnectionHealthService;
-  refreshes: RefreshConnectionService;
-  overview: ConnectionOverviewService;
-  admin: AdminService;
-  /** Call its stop() before the pools close: a run in progress ends as failed. */
-  reconciliation: ReconciliationService;
+  /**
+   * The worker that finishes what committed changes queued: Item removals at the provider, notifications
+   * to the website. start() it; stop() it before the pools close.
+   */
+  outbox: OutboxWorker;
+  perUserLimits: PerUserLimits;
+  /** Undefined when METRICS_PORT is 0: nothing is measured at all then. */
+  metrics: ServiceMetrics | undefined;
+  /** The gauges read from the database; the metrics listener refreshes them before a scrape. */
+  databaseGauges: DatabaseGauges | undefined;
 }
 
 export interface DependencyOverrides {
@@ -52,13 +55,24 @@ export interface DependencyOverrides {
       'retryBaseDelayMs' | 'retryMaxDelayMs' | 'breakerThreshold' | 'breakerHalfOpenAfterMs'
     >
   >;
-  hooks?: RuleHooks;
+  hooks?: UseCaseHooks;
   poolMax?: number;
   removalWaitMs?: number;
+  /** Node's process metrics: one set per process is enough (tests build many services in one). */
+  processMetrics?: boolean;
 }
 
-/** Its statements take a fraction of a millisecond: a few connections serve every request's counters. */
-const ASYNC_COMMIT_POOL_SIZE = 4;
+/** The build's version, for service_info: package.json sits one folder above src/ and dist/ alike. */
+function serviceVersion(): string {
+  try {
+    const manifest = JSON.parse(readFileSync(path.resolve(__dirname, '..', 'package.json'), 'utf8')) as {
+      version?: unknown;
+    };
+    return typeof manifest.version === 'string' ? manifest.version : 'unknown';
+  } catch {
+    return 'unknown';
+  }
+}
 
 /** The one place that builds the real dependencies from configuration. */
 export function buildDependencies(
@@ -66,65 +80,113 @@ export function buildDependencies(
   logger: Logger,
   overrides: DependencyOverrides,
 ): Dependencies {
-  const pool = createPool({ connectionString: overrides.databaseUrl, max: overrides.poolMax }, logger);
+  const metrics =
+    config.metrics.port === 0
+      ? undefined
+      : new ServiceMetrics({ version: serviceVersion(), processMetrics: overrides.processMetrics });
+  const { preparedStatements } = config.database;
+  const pool = createPool(
+    {
+      connectionString: overrides.databaseUrl,
+      max: overrides.poolMax ?? config.database.poolSize,
+      preparedStatements,
+    },
+    logger,
+  );
   const adminPool = createPool(
     {
       connectionString: overrides.databaseUrl,
       max: config.admin.poolSize,
       applicationName: 'account-connection-service-admin',
       streamsResults: true,
+      preparedStatements,
     },
     logger,
   );
-  const plaidProvider = (component: string) =>
+  const asyncCommitPool = createPool(
+    {
+      connectionString: overrides.databaseUrl,
+      max: config.database.batchPoolSize,
+      applicationName: 'account-connection-service-counters',
+      preparedStatements,
+    },
+    logger,
+  );
+  metrics?.watchPool('request', pool);
+  metrics?.watchPool('admin', adminPool);
+  metrics?.watchPool('counters', asyncCommitPool);
+  const webhookUrl = overrides.plaid.webhookUrl ?? config.plaid.webhookUrl;
+  // Each caller of Plaid has a client, and so a circuit breaker, of its own: the removal worker's
+  // retries during an outage, a reconciliation run, or key look-ups anyone can trigger with made-up key
+  // ids must never refuse users' calls, nor users' failures pause them.
+  const plaidProvider = (caller: PlaidCaller) =>
     new PlaidProvider({
       ...config.plaid,
       clientId: overrides.plaid.clientId,
       secret: overrides.plaid.secret,
       baseUrl: overrides.plaid.baseUrl ?? config.plaid.baseUrl,
-      webhookUrl: overrides.plaid.webhookUrl ?? config.plaid.webhookUrl,
+      webhookUrl,
       ...overrides.providerTuning,
-      logger: logger.child({ component }),
+      caller,
+      metrics,
+      logger: logger.child({ component: 'plaid' }),
     });
-  const provider = plaidProvider('provider');
+  const provider = plaidProvider('request');
+  const webhookKeyProvider = plaidProvider('webhook_keys');
   const vault = new TokenVault(config.tokenEncryptionKeys, config.tokenHmacKey);
-  // The removal worker has a provider, and so a circuit breaker, of its own: its retries during a
-  // Plaid outage must not refuse users' calls, nor users' failures pause its removals.
-  const outbox = new OutboxProcessor(
+  const outboxLogger = logger.child({ component: 'outbox' });
+  const notifications = config.websiteNotifications;
+  const handlers: OutboxHandler[] = [
+    new ItemRemovalHandler(plaidProvider('outbox'), vault, outboxLogger, config.outbox),
+  ];
+  if (notifications.url) {
+    handlers.push(
+      new WebsiteNotificationHandler(
+        { ...notifications, url: notifications.url },
+        logger.child({ component: 'website-notifications' }),
+        metrics,
+      ),
+    );
+  }
+  const outbox = new OutboxWorker(pool, outboxLogger, handlers, {
+    pollIntervalMs: config.outbox.pollIntervalMs,
+    housekeep: () => runHousekeeping(pool, outboxLogger, {}),
+  });
+  const perUserLimits = new PerUserLimits(asyncCommitPool, config.rateLimits, metrics);
+  const useCases = buildUseCases({
     pool,
-    plaidProvider('outbox-provider'),
-    vault,
-    logger.child({ component: 'outbox' }),
-    config.outbox,
-  );
-  const asyncCommitPool = createPool(
-    {
-      connectionString: overrides.databaseUrl,
-      max: ASYNC_COMMIT_POOL_SIZE,
-      applicationName: 'account-connection-service-counters',
-      asynchronousCommit: true,
-    },
-    logger,
-  );
-  const rateLimits = new RateLimits(asyncCommitPool, config.rateLimits);
-  const rules: RuleDependencies = {
-    pool,
+    adminPool,
+    asyncCommitPool,
     provider,
     vault,
-    outbox,
-    rateLimits,
-    logger: logger.child({ component: 'rules' }),
+    removalDelivery: {
+      deliverSoon: (outboxId, waitMs) => outbox.deliverSoon('provider_item_remove', outboxId, waitMs),
+    },
+    websiteNotices:
+      notifications.url === undefined
+        ? NO_WEBSITE_NOTICES
+        : { enabled: true, deliverSoon: () => outbox.wake('website_notification') },
+    perUserLimits,
+    logger,
+    metrics,
     hooks: overrides.hooks,
     removalWaitMs: overrides.removalWaitMs,
-    webhookUrl: overrides.plaid.webhookUrl ?? config.plaid.webhookUrl,
-  };
-  const admin = new AdminService({
-    pool: adminPool,
-    cursorKey: deriveCursorKey(config.tokenHmacKey),
-    exportConcurrency: config.admin.exportConcurrency,
-    exportStallTimeoutMs: config.admin.exportStallTimeoutMs,
-    logger: logger.child({ component: 'admin' }),
+    webhookUrl,
+    webhookVerifier: createWebhookVerifier({
+      fetchKey: (kid) => webhookKeyProvider.getWebhookVerificationKey(kid),
+      logger: logger.child({ component: 'webhook-verifier' }),
+    }),
+    reconciliationProvider: plaidProvider('reconciliation'),
+    reconciliation: config.reconciliation,
+    admin: {
+      cursorKey: deriveCursorKey(config.tokenHmacKey),
+      exportConcurrency: config.admin.exportConcurrency,
+      exportStallTimeoutMs: config.admin.exportStallTimeoutMs,
+    },
   });
+  const databaseGauges =
+    metrics &&
+    new DatabaseGauges({ pool: adminPool, metrics, logger: logger.child({ component: 'metrics' }) });
   return {
     pool,
     adminPool,
@@ -132,48 +194,38 @@ export function buildDependencies(
     provider,
     vault,
     outbox,
-    rateLimits,
-    linkTokens: new LinkTokenService(rules, asyncCommitPool),
-    exchanges: new ExchangeService(rules),
-    removals: new RemovalService(rules),
-    connectionHealth: new ConnectionHealthService({
-      ...rules,
-      webhookVerifier: createWebhookVerifier({
-        fetchKey: (kid) => provider.getWebhookVerificationKey(kid),
-        logger: logger.child({ component: 'webhook-verifier' }),
-      }),
-    }),
-    refreshes: new RefreshConnectionService(rules),
-    overview: new ConnectionOverviewService(rules),
-    admin,
-    // Its own provider, as the outbox's: a run during a Plaid outage must not open users' breaker.
-    reconciliation: new ReconciliationService({
-      pool,
-      provider: plaidProvider('reconciliation-provider'),
-      vault,
-      logger: logger.child({ component: 'reconciliation' }),
-      ...config.reconciliation,
-    }),
+    perUserLimits,
+    metrics,
+    databaseGauges,
+    ...useCases,
   };
 }
 
 /** What the HTTP app needs of the dependencies, the same for the service and its tests. */
 export function toAppDependencies(config: Config, logger: Logger, deps: Dependencies): AppDependencies {
-  // Pools, the provider, the vault and the limits stay here: the app reaches them only through use cases.
+  // Pools, the provider, the vault, the worker and the limits stay here: the app reaches them only
+  // through use cases.
   const {
     pool,
     adminPool: _admin,
     asyncCommitPool: _async,
-    provider: _p,
-    vault: _v,
-    rateLimits: _r,
+    provider: _provider,
+    vault: _vault,
+    outbox: _outbox,
+    perUserLimits: _limits,
+    metrics,
+    databaseGauges: _gauges,
     ...useCases
   } = deps;
   return {
-    ...useCases,
+    useCases,
     logger,
     isDatabaseAnswering: (timeoutMs) => isDatabaseAnswering(pool, timeoutMs),
     secrets: { internal: config.internalSecrets, admin: config.adminSecrets },
     adminRequestsPerMinute: config.rateLimits.adminPerMinute,
+    publicRequestsPerMinute: config.rateLimits.publicPerMinute,
+    trustProxy: config.trustProxy,
+    returnAccessTokens: config.returnAccessTokens,
+    metrics,
   };
 }

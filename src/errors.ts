@@ -69,7 +69,11 @@ export const ERROR_REGISTRY = {
     description:
       'A reconciliation run is in progress (on this or another instance); `detail` names its run id.',
   },
-  PAYLOAD_TOO_LARGE: { status: 413, title: 'Payload too large', description: 'The body is over 16 kB.' },
+  PAYLOAD_TOO_LARGE: {
+    status: 413,
+    title: 'Payload too large',
+    description: 'The body is over the route’s limit; `detail` says which.',
+  },
   UNSUPPORTED_MEDIA_TYPE: {
     status: 415,
     title: 'Unsupported media type',
@@ -149,6 +153,8 @@ export interface AppErrorOptions {
   retryAfterSeconds?: number;
   rateLimit?: RateLimitState;
   headers?: Record<string, string>;
+  /** Ids and codes that say why, for the request's log line (never a token or a secret). */
+  logFields?: Record<string, string | number | boolean>;
   cause?: unknown;
 }
 
@@ -162,6 +168,8 @@ export class AppError extends Error {
   readonly retryAfterSeconds: number | undefined;
   readonly rateLimit: RateLimitState | undefined;
   readonly headers: Record<string, string>;
+  /** Mutable for subclasses that learn more while they are built. */
+  readonly logFields: Record<string, string | number | boolean>;
 
   constructor(
     readonly code: ErrorCode,
@@ -174,6 +182,7 @@ export class AppError extends Error {
     this.retryAfterSeconds = options.retryAfterSeconds;
     this.rateLimit = options.rateLimit;
     this.headers = options.headers ?? {};
+    this.logFields = { ...options.logFields };
   }
 
   get title(): string {
@@ -185,6 +194,10 @@ export const notFound = (detail: string) => new AppError('NOT_FOUND', { detail }
 
 export const validationFailed = (errors: FieldError[], detail = 'The request has invalid fields.') =>
   new AppError('VALIDATION_FAILED', { detail, errors });
+
+/** A page cursor this service did not issue (or issued for another list): the admin lists' one answer. */
+export const unknownCursor = () =>
+  validationFailed([{ field: 'cursor', message: 'is not a cursor this service issued' }]);
 
 /** `limit` is the limit that refused the request; the HTTP layer turns it into RateLimit headers. */
 export const tooManyRequests = (retryAfterSeconds: number, detail: string, limit?: number) =>

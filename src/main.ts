@@ -1,19 +1,26 @@
 import type { Server } from 'node:http';
 import dotenv from 'dotenv';
-import { createApp } from './app';
-import { ConfigError, loadConfigWithLocalSecrets, type Config } from './config';
-import { buildDependencies, toAppDependencies, type Dependencies } from './dependencies';
-import type { EmbeddedDatabase } from './dev/embedded-postgres';
-import { openDatabase } from './db/open-database';
-import { PlaidEmulator } from './emulator/plaid-emulator';
-import { createLogger, flushLogs, type Logger } from './logger';
+import type { OwnDatabase } from './bootstrap/service-database';
+import type { Config } from './config/load-config';
+import type { Dependencies } from './dependencies';
+import type { Logger } from './observability/logger';
 
-const EMULATOR_CREDENTIALS = { clientId: 'local-emulator', secret: 'local-emulator-secret' };
+/*
+ * Everything but types is imported inside main(), once tracing is decided: OpenTelemetry must hook the
+ * modules it instruments (http, pg) before they are first loaded, and without an OTLP endpoint in the
+ * environment its SDK is not loaded at all.
+ */
+
+const tracingRequested = (environment: NodeJS.ProcessEnv) =>
+  Boolean(
+    environment.OTEL_EXPORTER_OTLP_ENDPOINT?.trim() || environment.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT?.trim(),
+  ) && environment.OTEL_SDK_DISABLED?.trim().toLowerCase() !== 'true';
 
 async function readConfig(): Promise<Config> {
-  dotenv.config({ quiet: true });
+  const { loadServiceConfig } = await import('./bootstrap/service-config.js');
+  const { ConfigError } = await import('./config/load-config.js');
   try {
-    return await loadConfigWithLocalSecrets(process.env);
+    return await loadServiceConfig(process.env);
   } catch (error) {
     if (error instanceof ConfigError) {
       process.stderr.write(`${error.message}\n`);
@@ -44,8 +51,19 @@ function logBanner(config: Config, logger: Logger, url: string, address: string)
 }
 
 async function main(): Promise<void> {
+  dotenv.config({ quiet: true });
+  const tracingModule = tracingRequested(process.env)
+    ? await import('./observability/tracing.js')
+    : undefined;
+  const tracing = tracingModule?.startTracing(process.env);
   const config = await readConfig();
-  const logger = createLogger({ level: config.logLevel });
+  const { createLogger, flushLogs } = await import('./observability/logger.js');
+  const logger = createLogger({
+    level: config.logLevel,
+    context: tracingModule?.activeTraceFields,
+    // A person at a terminal gets readable lines outside production; machines and production get JSON.
+    pretty: config.nodeEnv !== 'production' && process.stdout.isTTY === true,
+  });
   // Filled in as start-up proceeds, so that a failure or signal at any point closes what is open.
   const running: Running = {};
   let shuttingDown = false;
@@ -53,14 +71,14 @@ async function main(): Promise<void> {
   const shutdown = async (reason: string, exitCode: number) => {
     if (shuttingDown) return;
     shuttingDown = true;
-    const { server, deps, emulator, embedded } = running;
+    const { server, metricsServer, deps, closeEmulator, ownDatabase } = running;
     // /readyz answers 503 from now on, while requests are still served: the load balancer stops
     // routing here before the listener goes away.
-    logger.info({ reason, graceMs: config.shutdownGraceMs }, 'shutting down: no longer ready');
+    logger.info({ reason, grace_ms: config.shutdownGraceMs }, 'shutting down: no longer ready');
     if (server && config.shutdownGraceMs > 0) await sleep(config.shutdownGraceMs);
-    if (server) await closeListener(server, config.shutdownTimeoutMs, logger);
-    // An exchange whose Plaid call started is carried to a stored connection or a queued removal
-    // even when its HTTP connection was cut: the pool stays open until it is.
+    // An exchange whose Plaid call started is carried to a stored connection or a queued removal, and
+    // its connection past the timeout to its answer: the listener and the pool stay open until it is.
+    if (server) await closeListener(server, config.shutdownTimeoutMs, logger, deps?.exchanges);
     await deps?.exchanges.drain();
     await deps?.reconciliation
       .stop()
@@ -69,10 +87,15 @@ async function main(): Promise<void> {
     for (const pool of [deps?.pool, deps?.adminPool, deps?.asyncCommitPool]) {
       await pool?.end().catch((error: unknown) => logger.error({ err: error }, 'pool close failed'));
     }
-    await emulator?.close();
-    await embedded
+    await closeEmulator?.();
+    await ownDatabase
       ?.stop()
       .catch((error: unknown) => logger.error({ err: error }, 'embedded postgres stop failed'));
+    // Metrics are scraped until the very end, traces sent before the process goes.
+    if (metricsServer) await closeListener(metricsServer, 1_000, logger);
+    await tracing
+      ?.stop()
+      .catch((error: unknown) => logger.warn({ err: error }, 'traces could not be flushed'));
     logger.info('stopped');
     await flushLogs(logger);
     process.exit(exitCode);
@@ -96,28 +119,55 @@ async function main(): Promise<void> {
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
+/** How long an answer owed after carried work may take to go out before its connection is cut. */
+const CARRIED_ANSWER_WAIT_MS = 2_000;
+
 /**
  * Stops accepting connections, then lets in-flight requests finish for up to `timeoutMs`; keep-alive
- * connections are closed as soon as they turn idle, and whatever is left at the deadline is cut.
+ * connections are closed as soon as they turn idle, and whatever is left at the deadline is cut, but
+ * for the connections of work carried to its end (`carried`): those get their answer once it is done,
+ * then close.
  */
-async function closeListener(server: Server, timeoutMs: number, logger: Logger): Promise<void> {
+async function closeListener(
+  server: Server,
+  timeoutMs: number,
+  logger: Logger,
+  carried?: { drain(): Promise<void> },
+): Promise<void> {
   const closed = new Promise<void>((resolve) => server.close(() => resolve()));
   const sweeper = setInterval(() => server.closeIdleConnections(), 100);
   server.closeIdleConnections();
-  const deadline = setTimeout(() => {
-    logger.error('in-flight requests did not finish in time; closing their connections');
+  let deadline: NodeJS.Timeout | undefined;
+  const timedOut = new Promise<void>((resolve) => {
+    deadline = setTimeout(resolve, timeoutMs);
+  });
+  const inTime = await Promise.race([closed.then(() => true), timedOut.then(() => false)]);
+  if (!inTime) {
+    const { cutConnectionsNotCarried } = await import('./http/server.js');
+    const spared = cutConnectionsNotCarried(server);
+    logger.error(
+      { carried_connections: spared },
+      spared === 0
+        ? 'in-flight requests did not finish in time; closing their connections'
+        : 'in-flight requests did not finish in time; closing their connections, but for exchanges ' +
+            'carried to their answer',
+    );
+    if (spared > 0 && carried) {
+      await Promise.race([closed, carried.drain().then(() => sleep(CARRIED_ANSWER_WAIT_MS))]);
+    }
     server.closeAllConnections();
-  }, timeoutMs);
-  await closed;
+    await closed;
+  }
   clearInterval(sweeper);
   clearTimeout(deadline);
 }
 
 interface Running {
-  embedded?: EmbeddedDatabase;
-  emulator?: PlaidEmulator;
+  ownDatabase?: OwnDatabase;
+  closeEmulator?: () => Promise<void>;
   deps?: Dependencies;
   server?: Server;
+  metricsServer?: Server;
 }
 
 async function start(
@@ -126,49 +176,56 @@ async function start(
   running: Running,
   isShuttingDown: () => boolean,
 ): Promise<void> {
-  const { databaseUrl, embedded, applied } = await openDatabase(config, logger);
-  running.embedded = embedded;
+  const { openServiceDatabase } = await import('./bootstrap/service-database.js');
+  const { connectPlaid } = await import('./bootstrap/plaid-connection.js');
+  const { buildDependencies, toAppDependencies } = await import('./dependencies.js');
+  const { createApp } = await import('./app.js');
+  const { listen } = await import('./http/server.js');
+  const { createMetricsServer } = await import('./http/metrics-server.js');
+  const { databaseUrl, ownDatabase, applied } = await openServiceDatabase(config, logger);
+  running.ownDatabase = ownDatabase;
   if (applied.length > 0) logger.info({ migrations: applied }, 'applied database migrations');
 
-  let plaid = {
-    clientId: config.plaid.clientId,
-    secret: config.plaid.secret,
-    baseUrl: config.plaid.baseUrl,
-    webhookUrl: config.plaid.webhookUrl,
-  };
-  if (!plaid.clientId) {
-    // loadConfig refuses production without credentials, so the emulator never runs there.
-    // Accepts any credentials, so the website team can call its sandbox endpoints with any pair.
-    running.emulator = new PlaidEmulator();
-    const url = await running.emulator.listen(config.plaid.emulatorPort);
-    // The built-in emulator's webhooks come back to this service, so statuses work on a laptop too.
-    const webhookUrl =
-      config.plaid.webhookUrl ??
-      (config.port === 0 ? undefined : `http://127.0.0.1:${config.port}/webhooks/plaid`);
-    plaid = { ...EMULATOR_CREDENTIALS, baseUrl: url, webhookUrl };
-    logger.info({ url }, `no PLAID_CLIENT_ID: using the built-in Plaid emulator at ${url}`);
-  }
-
+  const plaid = await connectPlaid(config, logger);
+  running.closeEmulator = plaid.close;
   const deps = buildDependencies(config, logger, {
     databaseUrl,
     plaid: {
-      clientId: plaid.clientId as string,
-      secret: plaid.secret as string,
+      clientId: plaid.clientId,
+      secret: plaid.secret,
       baseUrl: plaid.baseUrl,
       webhookUrl: plaid.webhookUrl,
     },
   });
   running.deps = deps;
   const app = createApp({ ...toAppDependencies(config, logger, deps), isShuttingDown });
-  const server = app.listen(config.port, config.host);
-  running.server = server;
-  await new Promise<void>((resolve, reject) => {
-    server.once('listening', resolve);
-    server.once('error', reject);
+  const server = await listen(app, {
+    port: config.port,
+    host: config.host,
+    maxConnections: config.maxConnections,
   });
-  server.requestTimeout = 30_000;
-  server.headersTimeout = 10_000;
-  server.keepAliveTimeout = 5_000;
+  running.server = server;
+  const { metrics, databaseGauges } = deps;
+  if (metrics && databaseGauges) {
+    const metricsServer = createMetricsServer({
+      metrics,
+      bearerToken: config.metrics.bearerToken,
+      beforeScrape: (waitMs) => databaseGauges.refreshBeforeScrape(waitMs),
+    });
+    running.metricsServer = metricsServer;
+    await new Promise<void>((resolve, reject) => {
+      metricsServer.once('error', reject);
+      metricsServer.listen(config.metrics.port, config.host, () => resolve());
+    });
+    const metricsAddress = metricsServer.address();
+    logger.info(
+      {
+        metrics_port:
+          typeof metricsAddress === 'object' && metricsAddress ? metricsAddress.port : config.metrics.port,
+      },
+      'metrics served on their own port',
+    );
+  }
   deps.outbox.start();
   const bound = server.address();
   const port = typeof bound === 'object' && bound ? bound.port : config.port;

@@ -1,17 +1,11 @@
 import { randomBytes } from 'node:crypto';
 import { deriveCursorKey, encodeCursor } from '../src/crypto/admin-cursor';
-import {
-  asAdmin,
-  asWebsite,
-  connectInstitution,
-  rowsOf,
-  startService,
-  uniqueUserId,
-  type ServiceContext,
-} from './support/service';
+import { connectInstitution, exchange, listAdminAccounts } from './support/requests';
+import { rowsOf, startService, uniqueUserId, type ServiceContext } from './support/service';
 
 interface Listed {
   provider_account_id: string;
+  item_id: string;
   subscription_user_id: string;
   app_name: string;
   institution_id: string;
@@ -23,21 +17,19 @@ describe('GET /admin/accounts', () => {
   let service: ServiceContext;
   const users = { alice: uniqueUserId('alice'), bob: uniqueUserId('bob') };
   let allIds: string[];
+  const items = { alice: '', bob: '' };
 
-  const list = (query: Record<string, string | number> = {}) =>
-    service.http.get('/admin/accounts').set(asAdmin).query(query);
+  const list = (query: Record<string, string | number> = {}) => listAdminAccounts(service, query);
 
   beforeAll(async () => {
     service = await startService();
-    await connectInstitution(service, users.alice, 'ins_109508');
-    await service.http
-      .post('/exchange-public-token')
-      .set(asWebsite)
-      .send({
-        public_token: service.emulator.createPublicToken('ins_109511'),
-        subscription_user_id: users.bob,
-        app_name: 'Savings, "Pro"',
-      });
+    items.alice = (await connectInstitution(service, users.alice, 'ins_109508')).itemId;
+    const bobs = await exchange(service, {
+      public_token: service.emulator.createPublicToken('ins_109511'),
+      subscription_user_id: users.bob,
+      app_name: 'Savings, "Pro"',
+    });
+    items.bob = bobs.body.accounts[0].item_id;
     const rows = await rowsOf(service, `SELECT provider_account_id FROM accounts ORDER BY id`);
     allIds = rows.map((row) => row.provider_account_id as string);
   });
@@ -51,6 +43,7 @@ describe('GET /admin/accounts', () => {
     expect(response.body.accounts).toHaveLength(24);
     expect(response.body.accounts[0]).toEqual({
       provider_account_id: allIds[0],
+      item_id: items.alice,
       subscription_user_id: users.alice,
       app_name: 'Budget App',
       institution_id: 'ins_109508',
@@ -100,6 +93,20 @@ describe('GET /admin/accounts', () => {
     ],
     ['app_name', () => ({ app_name: 'Savings, "Pro"' }), (a: Listed) => a.app_name === 'Savings, "Pro"', 12],
     ['type', () => ({ type: 'loan' }), (a: Listed) => a.type === 'loan', 4],
+    ['item_id', () => ({ item_id: items.bob }), (a: Listed) => a.item_id === items.bob, 12],
+    [
+      'provider_account_id',
+      () => ({ provider_account_id: allIds[13]! }),
+      (a: Listed) => a.provider_account_id === allIds[13],
+      1,
+    ],
+    [
+      'item_id and the subscription_user_id of another user',
+      () => ({ item_id: items.bob, subscription_user_id: users.alice }),
+      () => false,
+      0,
+    ],
+    ['an item_id nobody has', () => ({ item_id: 'no-such-item' }), () => false, 0],
   ])(
     'when filtered by %s, then only matching accounts come back',
     async (_name, query, matches, expected) => {
@@ -197,45 +204,68 @@ describe('GET /admin/accounts', () => {
   });
 
   it('when NDJSON is asked for, then every matching account streams as one JSON object per line', async () => {
-    const response = await service.http
-      .get('/admin/accounts')
-      .set(asAdmin)
-      .set('Accept', 'application/x-ndjson')
-      .query({ institution_id: 'ins_109511' })
-      .buffer(true)
-      .parse((res, done) => {
-        let text = '';
-        res.on('data', (chunk: Buffer) => (text += chunk.toString()));
-        res.on('end', () => done(null, text));
-      });
+    const response = await listAdminAccounts(
+      service,
+      { institution_id: 'ins_109511' },
+      { accept: 'application/x-ndjson' },
+    );
 
     expect(response.status).toBe(200);
     expect(response.headers['content-type']).toMatch(/^application\/x-ndjson/);
-    const lines = (response.body as string)
+    const lines = response.text
       .trimEnd()
       .split('\n')
       .map((line) => JSON.parse(line) as Listed);
     expect(lines).toHaveLength(12);
     expect(lines.every((account) => account.subscription_user_id === users.bob)).toBe(true);
-    expect(response.body).not.toMatch(/access-sandbox/);
+    expect(response.text).not.toMatch(/access-sandbox/);
   });
 
   it('when CSV is asked for, then a header row and one quoted row per account come back', async () => {
-    const response = await service.http
-      .get('/admin/accounts')
-      .set(asAdmin)
-      .set('Accept', 'text/csv')
-      .query({ subscription_user_id: users.bob });
+    const response = await listAdminAccounts(
+      service,
+      { subscription_user_id: users.bob },
+      { accept: 'text/csv' },
+    );
 
     expect(response.status).toBe(200);
     expect(response.headers['content-type']).toMatch(/^text\/csv/);
     const lines = response.text.trimEnd().split('\n');
     expect(lines[0]).toBe(
-      'provider_account_id,subscription_user_id,app_name,institution_id,institution_name,name,mask,type,subtype,created_at,status',
+      'provider_account_id,subscription_user_id,app_name,institution_id,institution_name,name,mask,type,subtype,created_at,status,item_id',
     );
     expect(lines).toHaveLength(13);
+    expect(lines.slice(1).every((line) => line.endsWith(`,good,${items.bob}`))).toBe(true);
     expect(lines[1]).toContain(
       `,${users.bob},"Savings, ""Pro""",ins_109511,Tartan Bank,Plaid Checking,0000,depository,checking,`,
     );
+  });
+
+  it('when a cell holds a separator a spreadsheet may split on, or starts like a formula, then it is quoted and neutralised on its own', async () => {
+    const user = uniqueUserId('csv');
+    const appName = "x;=cmd|' /C calc'!A0;";
+    await exchange(service, {
+      public_token: service.emulator.createPublicToken('ins_109512'),
+      subscription_user_id: user,
+      app_name: appName,
+    });
+    await exchange(service, {
+      public_token: service.emulator.createPublicToken('ins_109510'),
+      subscription_user_id: user,
+      app_name: '@SUM(1+1)',
+    });
+
+    const response = await listAdminAccounts(service, { subscription_user_id: user }, { accept: 'text/csv' });
+
+    expect(response.status).toBe(200);
+    const rows = response.text.trimEnd().split('\n').slice(1);
+    expect(rows).toHaveLength(24);
+    expect(rows.filter((row) => row.includes(`,"x;=cmd|' /C calc'!A0;",`))).toHaveLength(12);
+    expect(rows.filter((row) => row.includes(`,'@SUM(1+1),`))).toHaveLength(12);
+    // Split as a spreadsheet set to ';' would: no cell starts like a formula.
+    for (const row of rows) {
+      const cells = row.replace(/"(?:[^"]|"")*"/g, (quoted) => quoted.replace(/;/g, '')).split(';');
+      expect(cells.filter((cell) => /^[=+\-@]/.test(cell))).toEqual([]);
+    }
   });
 });

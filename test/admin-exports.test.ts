@@ -3,9 +3,17 @@ import type { AddressInfo } from 'node:net';
 import { seedDatabase } from '../src/dev/seed';
 import { onServer } from './support/database';
 import {
+  adminStats,
+  createLinkToken,
+  endpointOf,
+  listAdminAccounts,
+  listAdminConnections,
+  pathOf,
+  readiness,
+  secretFor,
+} from './support/requests';
+import {
   ADMIN_SECRET,
-  asAdmin,
-  asWebsite,
   problemShape,
   startService,
   uniqueUserId,
@@ -15,6 +23,10 @@ import {
 // Enough NDJSON (about 10 MB) that a client which stops reading fills every buffer on the way and
 // the export has to wait for it with its database cursor open.
 const SEEDED_ACCOUNTS = 40_000;
+// The seed makes about one connection per six accounts: too few for a connection export to fill the
+// buffers. These connections without accounts (as one whose accounts were all revoked, before its
+// removal) bring the connections' NDJSON to about 20 MB.
+const EXTRA_CONNECTIONS = 40_000;
 const EXPORT_APPLICATION_NAME = 'account-connection-service-admin-export';
 
 interface HeldExport {
@@ -50,11 +62,12 @@ async function stopListening(target: Listening | undefined): Promise<void> {
 
 const heldExports: HeldExport[] = [];
 
-/** An NDJSON export whose client takes the headers and then reads nothing until told to. */
-function holdExport(url: string, query = ''): Promise<HeldExport> {
+/** An NDJSON export (of accounts, unless said) whose client takes the headers and then reads nothing until told to. */
+function holdExport(url: string, query = '', operationId = 'listAdminAccounts'): Promise<HeldExport> {
   return new Promise((resolve, reject) => {
-    const request = http.get(`${url}/admin/accounts${query}`, {
-      headers: { ...asAdmin, Accept: 'application/x-ndjson' },
+    const list = endpointOf(operationId);
+    const request = http.get(`${url}${pathOf(list)}${query}`, {
+      headers: { ...secretFor(list), Accept: 'application/x-ndjson' },
     });
     request.on('error', () => undefined);
     request.on('response', (response) => {
@@ -113,6 +126,18 @@ function within<T>(promise: Promise<T>, timeoutMs: number, what: string): Promis
   ]);
 }
 
+/** Terminates the export sessions' backends, then reads what reached the client until the response ends. */
+async function cutExport(database: string, held: HeldExport): Promise<{ complete: boolean }> {
+  await onServer((client) =>
+    client.query(
+      `SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1 AND application_name = $2`,
+      [database, EXPORT_APPLICATION_NAME],
+    ),
+  );
+  held.read();
+  return within(held.ended, 10_000, 'the end of the cut export');
+}
+
 async function releaseHeldExports(database: string): Promise<void> {
   for (const held of heldExports.splice(0)) held.destroy();
   await waitForExportBackends(database, 0);
@@ -127,6 +152,14 @@ describe('admin exports', () => {
     main = await listen(await startService({ poolMax: 2 }));
     database = main.service.database.name;
     await seedDatabase(main.service.deps.pool, main.service.deps.vault, SEEDED_ACCOUNTS, () => undefined);
+    await main.service.deps.pool.query(
+      `INSERT INTO connections (subscription_user_id, app_name, provider_item_id, institution_id, institution_name,
+                                access_token_ciphertext, access_token_fingerprint, accounts_signature)
+       SELECT 'bare-' || g, 'Budget App', 'bare-item-' || g, 'ins_109508', 'First Platypus Bank', 'not-a-token',
+              sha256(('bare-' || g)::bytea), 'bare-' || g
+         FROM generate_series(1, $1::int) g`,
+      [EXTRA_CONNECTIONS],
+    );
   });
   afterEach(() => releaseHeldExports(database));
   afterAll(() => stopListening(main));
@@ -135,14 +168,14 @@ describe('admin exports', () => {
     const held = [await holdExport(main.url), await holdExport(main.url)];
     await waitForExportBackends(database, 2);
 
-    const refused = await main.service.http.get('/admin/accounts').set(asAdmin).set('Accept', 'text/csv');
-    const linkToken = await main.service.http
-      .post('/create-link-token')
-      .set(asWebsite)
-      .send({ subscription_user_id: uniqueUserId(), app_name: 'Budget App' });
-    const ready = await main.service.http.get('/readyz');
-    const page = await main.service.http.get('/admin/accounts').set(asAdmin).query({ limit: 5 });
-    const stats = await main.service.http.get('/admin/stats').set(asAdmin);
+    const refused = await listAdminAccounts(main.service, {}, { accept: 'text/csv' });
+    const linkToken = await createLinkToken(main.service, {
+      subscription_user_id: uniqueUserId(),
+      app_name: 'Budget App',
+    });
+    const ready = await readiness(main.service);
+    const page = await listAdminAccounts(main.service, { limit: 5 });
+    const stats = await adminStats(main.service);
 
     expect(held.map((h) => h.status)).toEqual([200, 200]);
     expect(refused.status).toBe(503);
@@ -159,17 +192,58 @@ describe('admin exports', () => {
     expect(stats.body.accounts).toBe(SEEDED_ACCOUNTS);
   });
 
+  it('when exports of accounts and of connections run at once, then they share the slots: a third of either kind is refused and opens nothing', async () => {
+    const held = [await holdExport(main.url), await holdExport(main.url, '', 'listAdminConnections')];
+    await waitForExportBackends(database, 2);
+
+    const connections = await listAdminConnections(main.service, {}, { accept: 'application/x-ndjson' });
+    const accounts = await listAdminAccounts(main.service, {}, { accept: 'text/csv' });
+    const page = await listAdminConnections(main.service, { limit: 3 });
+
+    expect(held.map((h) => h.status)).toEqual([200, 200]);
+    for (const refused of [connections, accounts]) {
+      expect(refused.status).toBe(503);
+      expect(refused.headers['retry-after']).toBe('10');
+      expect(refused.body).toEqual({ ...problemShape, status: 503, code: 'EXPORT_CAPACITY_REACHED' });
+    }
+    expect(await exportBackends(database)).toBe(2);
+    expect(page.status).toBe(200);
+    expect(page.body.connections).toHaveLength(3);
+  });
+
+  it('when a connection export is read to its end, then it holds every seeded connection, one per line', async () => {
+    const [{ count }] = (await main.service.deps.pool.query(`SELECT count(*)::int AS count FROM connections`))
+      .rows as [{ count: number }];
+
+    const response = await listAdminConnections(main.service, {}, { accept: 'application/x-ndjson' });
+
+    expect(response.status).toBe(200);
+    expect(response.text.trimEnd().split('\n')).toHaveLength(count);
+    expect(await exportBackends(database)).toBe(0);
+  });
+
+  it('when the backend of a running connection export is terminated, then it ends early with its own log line and frees its slot', async () => {
+    const held = await holdExport(main.url, '', 'listAdminConnections');
+    await waitForExportBackends(database, 1);
+
+    const outcome = await cutExport(database, held);
+
+    expect(outcome.complete).toBe(false);
+    expect(await exportBackends(database)).toBe(0);
+    expect(main.service.logs.join('')).toContain('connection export lost its database connection');
+  });
+
   it('when a held export ends, then its slot is free for the next export', async () => {
     const [first] = [await holdExport(main.url), await holdExport(main.url)];
     await waitForExportBackends(database, 2);
 
     first!.destroy();
     await waitForExportBackends(database, 1);
-    const next = await main.service.http
-      .get('/admin/accounts')
-      .set(asAdmin)
-      .set('Accept', 'application/x-ndjson')
-      .query({ institution_id: 'ins_109508', created_after: new Date().toISOString() });
+    const next = await listAdminAccounts(
+      main.service,
+      { institution_id: 'ins_109508', created_after: new Date().toISOString() },
+      { accept: 'application/x-ndjson' },
+    );
 
     expect(next.status).toBe(200);
     expect(next.headers['content-type']).toMatch(/^application\/x-ndjson/);
@@ -179,20 +253,13 @@ describe('admin exports', () => {
     const held = await holdExport(main.url);
     await waitForExportBackends(database, 1);
 
-    await onServer((client) =>
-      client.query(
-        `SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1 AND application_name = $2`,
-        [database, EXPORT_APPLICATION_NAME],
-      ),
+    const outcome = await cutExport(database, held);
+    const page = await listAdminAccounts(main.service, { limit: 1 });
+    const afterwards = await listAdminAccounts(
+      main.service,
+      { type: 'loan', created_after: new Date().toISOString() },
+      { accept: 'application/x-ndjson' },
     );
-    held.read();
-    const outcome = await within(held.ended, 10_000, 'the end of the cut export');
-    const page = await main.service.http.get('/admin/accounts').set(asAdmin).query({ limit: 1 });
-    const afterwards = await main.service.http
-      .get('/admin/accounts')
-      .set(asAdmin)
-      .set('Accept', 'application/x-ndjson')
-      .query({ type: 'loan', created_after: new Date().toISOString() });
 
     expect(outcome.complete).toBe(false);
     expect(held.lines()).toBeLessThan(SEEDED_ACCOUNTS);
@@ -217,12 +284,9 @@ describe('admin exports', () => {
       await holdExport(small.url);
       await waitForExportBackends(database, 1);
 
-      const refused = await small.service.http
-        .get('/admin/accounts')
-        .set(asAdmin)
-        .set('Accept', 'application/x-ndjson');
-      const page = await small.service.http.get('/admin/accounts').set(asAdmin).query({ limit: 2 });
-      const stats = await small.service.http.get('/admin/stats').set(asAdmin);
+      const refused = await listAdminAccounts(small.service, {}, { accept: 'application/x-ndjson' });
+      const page = await listAdminAccounts(small.service, { limit: 2 });
+      const stats = await adminStats(small.service);
 
       expect(refused.status).toBe(503);
       expect(refused.body.code).toBe('EXPORT_CAPACITY_REACHED');

@@ -1,8 +1,7 @@
 import { randomBytes } from 'node:crypto';
+import { adminStats, createLinkToken, listAdminAccounts } from './support/requests';
 import {
   ADMIN_SECRET,
-  asAdmin,
-  asWebsite,
   problemShape,
   startService,
   uniqueUserId,
@@ -23,18 +22,18 @@ describe('admin rate limit', () => {
 
   it('when one admin secret goes over its requests per minute on any admin route, then 429 RATE_LIMITED with Retry-After, while another admin secret and the website are not limited', async () => {
     const allowed = [
-      await service.http.get('/admin/accounts').set(asAdmin).query({ limit: 1 }),
-      await service.http.get('/admin/stats').set(asAdmin),
-      await service.http.get('/admin/accounts').set(asAdmin).set('Accept', 'text/csv'),
+      await listAdminAccounts(service, { limit: 1 }),
+      await adminStats(service),
+      await listAdminAccounts(service, {}, { accept: 'text/csv' }),
     ];
 
-    const refused = await service.http.get('/admin/stats').set(asAdmin);
-    const refusedPage = await service.http.get('/admin/accounts').set(asAdmin);
-    const otherAdmin = await service.http.get('/admin/stats').set(asOtherAdmin);
-    const website = await service.http
-      .post('/create-link-token')
-      .set(asWebsite)
-      .send({ subscription_user_id: uniqueUserId(), app_name: 'Budget App' });
+    const refused = await adminStats(service);
+    const refusedPage = await listAdminAccounts(service);
+    const otherAdmin = await adminStats(service).set(asOtherAdmin);
+    const website = await createLinkToken(service, {
+      subscription_user_id: uniqueUserId(),
+      app_name: 'Budget App',
+    });
 
     expect(allowed.map((response) => response.status)).toEqual([200, 200, 200]);
     expect(refused.status).toBe(429);

@@ -1,14 +1,14 @@
 import type { z } from 'zod';
-import type { adminStatsResponse } from '../src/http/admin-schemas';
+import type { adminStatsResponse } from '../src/http/schemas/admin-schemas';
 import {
-  asAdmin,
-  asWebsite,
+  adminStats,
   connectInstitution,
-  linkPublicToken,
-  startService,
-  uniqueUserId,
-  type ServiceContext,
-} from './support/service';
+  createLinkToken,
+  exchange,
+  removeAccount,
+  removeInstitution,
+} from './support/requests';
+import { linkPublicToken, startService, uniqueUserId, type ServiceContext } from './support/service';
 
 describe('GET /admin/stats', () => {
   let service: ServiceContext;
@@ -18,31 +18,22 @@ describe('GET /admin/stats', () => {
     service = await startService();
     const [ann, ben, cat] = [uniqueUserId('ann'), uniqueUserId('ben'), uniqueUserId('cat')];
     const link = (user: string, app: string) =>
-      service.http
-        .post('/create-link-token')
-        .set(asWebsite)
-        .send({ subscription_user_id: user, app_name: app });
+      createLinkToken(service, { subscription_user_id: user, app_name: app });
     await link(ann, 'Budget');
     await link(ann, 'Budget');
     await link(ben, 'Savings');
-    const exchange = (user: string, app: string, institution: string) =>
-      service.http
-        .post('/exchange-public-token')
-        .set(asWebsite)
-        .send({
-          public_token: linkPublicToken(service, institution),
-          subscription_user_id: user,
-          app_name: app,
-        });
-    await exchange(ann, 'Budget', 'ins_109508');
-    await exchange(ann, 'Budget', 'ins_109509');
-    await exchange(ben, 'Savings', 'ins_109508');
-    await exchange(ann, 'Budget', 'ins_109508');
+    const connect = (user: string, app: string, institution: string) =>
+      exchange(service, {
+        public_token: linkPublicToken(service, institution),
+        subscription_user_id: user,
+        app_name: app,
+      });
+    await connect(ann, 'Budget', 'ins_109508');
+    await connect(ann, 'Budget', 'ins_109509');
+    await connect(ben, 'Savings', 'ins_109508');
+    await connect(ann, 'Budget', 'ins_109508');
     const catConnection = await connectInstitution(service, cat, 'ins_109510');
-    await service.http
-      .post('/remove-institution')
-      .set(asWebsite)
-      .send({ subscription_user_id: cat, access_token: catConnection.accessToken });
+    await removeInstitution(service, cat, catConnection.accessToken);
     const [firstAccount] = (
       await service.deps.pool.query(
         `SELECT a.provider_account_id FROM accounts a JOIN connections i ON i.id = a.connection_id
@@ -50,10 +41,7 @@ describe('GET /admin/stats', () => {
         [ben],
       )
     ).rows;
-    await service.http
-      .post('/remove-account')
-      .set(asWebsite)
-      .send({ subscription_user_id: ben, provider_account_id: firstAccount.provider_account_id });
+    await removeAccount(service, ben, firstAccount.provider_account_id);
     service.emulator.injectFault({
       path: '/link/token/create',
       status: 400,
@@ -73,7 +61,7 @@ describe('GET /admin/stats', () => {
          ('exchange_completed', now() - interval '40 days')`,
     );
 
-    const response = await service.http.get('/admin/stats').set(asAdmin);
+    const response = await adminStats(service);
     expect(response.status).toBe(200);
     stats = response.body;
   });

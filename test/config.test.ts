@@ -2,9 +2,10 @@ import { randomBytes } from 'node:crypto';
 import { mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { ConfigError, loadConfig } from '../src/config';
+import { ConfigError, loadConfig } from '../src/config/load-config';
 import { readOrCreateLocalSecret } from '../src/dev/local-secrets';
-import { exchangeCriticalWindowMs } from '../src/time-budgets';
+import { exchangeCriticalWindowMs } from '../src/config/time-budgets';
+import { thrownBy } from './support/rejection';
 
 const key = () => randomBytes(32).toString('base64');
 const longSecret = () => randomBytes(32).toString('hex');
@@ -31,18 +32,10 @@ function productionEnv(overrides: Record<string, string | undefined> = {}) {
   };
 }
 
-function problemsOf(
+const problemsOf = (
   env: Record<string, string | undefined>,
   options: Parameters<typeof loadConfig>[1] = {},
-): string[] {
-  try {
-    loadConfig(env, options);
-  } catch (error) {
-    if (error instanceof ConfigError) return error.problems;
-    throw error;
-  }
-  throw new Error('expected loadConfig to refuse this environment');
-}
+): string[] => thrownBy(() => loadConfig(env, options), ConfigError).problems;
 
 describe('configuration', () => {
   it('when production lacks every secret, key, database and Plaid credential, then one error lists them all', () => {
@@ -217,6 +210,27 @@ describe('weak production configuration', () => {
     ]);
   });
 
+  it('when PLAID_WEBHOOK_URL is http://, then production refuses it; https:// is accepted', () => {
+    expect(
+      problemsOf(productionEnv({ PLAID_WEBHOOK_URL: 'http://hooks.example.com/webhooks/plaid' })),
+    ).toEqual([
+      expect.stringMatching(/^PLAID_WEBHOOK_URL: must start with https:\/\/ when NODE_ENV=production/),
+    ]);
+    expect(
+      loadConfig(productionEnv({ PLAID_WEBHOOK_URL: 'https://hooks.example.com/webhooks/plaid' })).plaid
+        .webhookUrl,
+    ).toBe('https://hooks.example.com/webhooks/plaid');
+  });
+
+  it('when TRUST_PROXY is true, then production refuses it; a hop count or addresses are taken as such', () => {
+    expect(problemsOf(productionEnv({ TRUST_PROXY: 'true' }))).toEqual([
+      expect.stringMatching(/^TRUST_PROXY: must not be true when NODE_ENV=production/),
+    ]);
+    expect(loadConfig(productionEnv({ TRUST_PROXY: '1' })).trustProxy).toBe(1);
+    expect(loadConfig(productionEnv({ TRUST_PROXY: '10.0.0.0/8' })).trustProxy).toBe('10.0.0.0/8');
+    expect(loadConfig(productionEnv()).trustProxy).toBe(false);
+  });
+
   it('when PLAID_TIMEOUT_MS outlasts the stale-claim takeover, then production refuses it', () => {
     expect(problemsOf(productionEnv({ PLAID_TIMEOUT_MS: '600000', SHUTDOWN_TIMEOUT_MS: '700000' }))).toEqual([
       expect.stringMatching(/^PLAID_TIMEOUT_MS: must be below 53000 when NODE_ENV=production/),
@@ -249,12 +263,7 @@ describe('weak production configuration', () => {
       SHUTDOWN_TIMEOUT_MS: '1',
     });
 
-    let thrown: unknown;
-    try {
-      loadConfig(env);
-    } catch (error) {
-      thrown = error;
-    }
+    const thrown = thrownBy(() => loadConfig(env));
 
     expect(thrown).toBeInstanceOf(ConfigError);
     const { problems, message } = thrown as ConfigError;
@@ -300,5 +309,156 @@ describe('weak production configuration', () => {
 
     expect(config.internalSecrets).toEqual([repeatedSecret]);
     expect(config.shutdownTimeoutMs).toBe(1);
+  });
+});
+
+describe('database connections', () => {
+  const DIRECT = 'postgresql://app@db.internal:5432/accounts';
+  const POOLER = 'postgresql://app@pgbouncer.internal:6432/accounts';
+
+  it('when only DATABASE_URL is set, then prepared statements are on and migrations use DATABASE_URL', () => {
+    const config = loadConfig(productionEnv());
+
+    expect(config.database).toEqual({
+      directUrl: undefined,
+      preparedStatements: true,
+      poolSize: 10,
+      batchPoolSize: 4,
+    });
+  });
+
+  it('when DATABASE_DIRECT_URL is set beside a pooler, then prepared statements are off unless asked for', () => {
+    const behindPooler = productionEnv({ DATABASE_URL: POOLER, DATABASE_DIRECT_URL: DIRECT });
+
+    expect(loadConfig(behindPooler).database).toMatchObject({ directUrl: DIRECT, preparedStatements: false });
+    expect(
+      loadConfig({ ...behindPooler, DATABASE_PREPARED_STATEMENTS: 'true' }).database.preparedStatements,
+    ).toBe(true);
+  });
+
+  it('when DATABASE_DIRECT_URL comes without DATABASE_URL, or the settings are malformed, then each is named', () => {
+    const problems = problemsOf(
+      productionEnv({
+        DATABASE_URL: undefined,
+        DATABASE_DIRECT_URL: DIRECT,
+        DATABASE_PREPARED_STATEMENTS: 'yes',
+        DATABASE_POOL_SIZE: '0',
+      }),
+    );
+
+    expect(problems).toEqual(
+      expect.arrayContaining([
+        expect.stringMatching(/^DATABASE_PREPARED_STATEMENTS: /),
+        expect.stringMatching(/^DATABASE_POOL_SIZE: /),
+      ]),
+    );
+    expect(problemsOf(productionEnv({ DATABASE_URL: undefined, DATABASE_DIRECT_URL: DIRECT }))).toEqual(
+      expect.arrayContaining([
+        'DATABASE_URL: is required when NODE_ENV=production',
+        expect.stringMatching(/^DATABASE_DIRECT_URL: needs DATABASE_URL/),
+      ]),
+    );
+  });
+});
+
+describe('notifications to the website', () => {
+  const whsec = (bytes = 32) => `whsec_${randomBytes(bytes).toString('base64')}`;
+
+  it('when production notifies over http:// or without a secret, then it refuses to start, naming each', () => {
+    expect(problemsOf(productionEnv({ WEBSITE_WEBHOOK_URL: 'http://www.internal/hooks' }))).toEqual([
+      expect.stringMatching(/^WEBSITE_WEBHOOK_URL: must start with https:\/\/ when NODE_ENV=production/),
+      expect.stringMatching(/^WEBSITE_WEBHOOK_SECRET: is required with WEBSITE_WEBHOOK_URL/),
+    ]);
+  });
+
+  it('when a secret is not whsec_ and 24 random bytes, then it is refused in every environment, naming which entry', () => {
+    const short = whsec(16);
+    expect(
+      problemsOf(
+        productionEnv({
+          WEBSITE_WEBHOOK_URL: 'https://www.internal/hooks',
+          WEBSITE_WEBHOOK_SECRET: `${whsec()},${short}`,
+        }),
+      ),
+    ).toEqual([
+      expect.stringMatching(/^WEBSITE_WEBHOOK_SECRET \(entry 2 of 2\): must be whsec_ and the base64/),
+    ]);
+    const problems = problemsOf({
+      NODE_ENV: 'development',
+      DATA_DIR: freshDataDir(),
+      WEBSITE_WEBHOOK_URL: 'http://127.0.0.1:4020/',
+      WEBSITE_WEBHOOK_SECRET: 'not-a-secret',
+      WEBSITE_WEBHOOK_RETRY_SCHEDULE_SECONDS: '5,soon',
+    });
+    expect(problems.join('\n')).not.toContain('not-a-secret');
+    expect(problems).toEqual(
+      expect.arrayContaining([
+        expect.stringMatching(/^WEBSITE_WEBHOOK_SECRET: must be whsec_/),
+        expect.stringMatching(/^WEBSITE_WEBHOOK_RETRY_SCHEDULE_SECONDS: must be whole numbers/),
+      ]),
+    );
+  });
+
+  it('when production has an https URL and two secrets, then both sign, and the schedule is the Standard Webhooks one', () => {
+    const [first, second] = [whsec(), whsec()];
+
+    const config = loadConfig(
+      productionEnv({
+        WEBSITE_WEBHOOK_URL: 'https://www.internal/hooks',
+        WEBSITE_WEBHOOK_SECRET: `${first},${second}`,
+      }),
+    );
+
+    expect(config.websiteNotifications.url).toBe('https://www.internal/hooks');
+    expect(config.websiteNotifications.secrets.map((secret) => secret.toString('base64'))).toEqual([
+      first.slice('whsec_'.length),
+      second.slice('whsec_'.length),
+    ]);
+    expect(config.websiteNotifications.retryScheduleSeconds).toEqual([
+      5, 300, 1_800, 7_200, 18_000, 36_000, 50_400, 72_000, 86_400,
+    ]);
+  });
+
+  it('when notifications are on outside production without a secret, then one is generated in DATA_DIR', () => {
+    const dataDir = freshDataDir();
+
+    const config = loadConfig(
+      { NODE_ENV: 'development', DATA_DIR: dataDir, WEBSITE_WEBHOOK_URL: 'http://127.0.0.1:4020/' },
+      { localSecrets: readOrCreateLocalSecret },
+    );
+
+    const written = readFileSync(path.join(dataDir, 'website-webhook-secret'), 'utf8').trim();
+    expect(written).toMatch(/^whsec_[A-Za-z0-9+/]{43}=$/);
+    expect(config.websiteNotifications.secrets[0]!.toString('base64')).toBe(written.slice('whsec_'.length));
+    expect(config.localSecrets.map((secret) => secret.kind)).toContain('website-webhook-secret');
+  });
+
+  it('when WEBSITE_WEBHOOK_URL is unset, then notifications are off and no secret is generated', () => {
+    const dataDir = freshDataDir();
+
+    const config = loadConfig(
+      { NODE_ENV: 'development', DATA_DIR: dataDir },
+      { localSecrets: readOrCreateLocalSecret },
+    );
+
+    expect(config.websiteNotifications).toMatchObject({ url: undefined, secrets: [] });
+    expect(config.localSecrets.map((secret) => secret.kind)).not.toContain('website-webhook-secret');
+  });
+});
+
+describe('access tokens in answers', () => {
+  it('when RETURN_ACCESS_TOKENS is unset, then answers carry access tokens, as they always did', () => {
+    expect(loadConfig(productionEnv()).returnAccessTokens).toBe(true);
+  });
+
+  it('when RETURN_ACCESS_TOKENS is false, then they do not; true says so explicitly', () => {
+    expect(loadConfig(productionEnv({ RETURN_ACCESS_TOKENS: 'false' })).returnAccessTokens).toBe(false);
+    expect(loadConfig(productionEnv({ RETURN_ACCESS_TOKENS: 'true' })).returnAccessTokens).toBe(true);
+  });
+
+  it('when RETURN_ACCESS_TOKENS is neither true nor false, then the service refuses to start, naming it', () => {
+    expect(problemsOf(productionEnv({ RETURN_ACCESS_TOKENS: 'no' }))).toEqual([
+      expect.stringMatching(/^RETURN_ACCESS_TOKENS: /),
+    ]);
   });
 });

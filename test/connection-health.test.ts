@@ -2,11 +2,18 @@ import type { Server } from 'node:http';
 import { PlaidEmulator } from '../src/emulator/plaid-emulator';
 import { findFreePort } from '../src/dev/free-port';
 import { plaidClient } from './support/plaid-client';
-import { createLinkToken } from './support/requests';
+import {
+  connectInstitution,
+  connectionStatus,
+  createLinkToken,
+  endpointOf,
+  exchange,
+  pathOf,
+  postPlaidWebhook,
+  refreshConnection,
+} from './support/requests';
 import {
   PLAID_SECRET,
-  asWebsite,
-  connectInstitution,
   problemShape,
   rowsOf,
   startService,
@@ -22,7 +29,7 @@ describe('connection health', () => {
 
   beforeAll(async () => {
     const port = await findFreePort();
-    webhookUrl = `http://127.0.0.1:${port}/webhooks/plaid`;
+    webhookUrl = `http://127.0.0.1:${port}${pathOf(endpointOf('receivePlaidWebhook'))}`;
     service = await startService({ env: { PLAID_WEBHOOK_URL: webhookUrl } });
     // Plaid's webhooks arrive over real HTTP, as they would from Plaid.
     listening = service.app.listen(port, '127.0.0.1');
@@ -36,10 +43,7 @@ describe('connection health', () => {
   async function connect(user = uniqueUserId()) {
     const connection = await connectInstitution(service, user);
     await service.emulator.flushWebhooks();
-    const item = service.emulator
-      .items()
-      .find((candidate) => candidate.access_token === connection.accessToken)!;
-    return { user, ...connection, itemId: item.item_id };
+    return { user, ...connection };
   }
 
   const healthOf = async (itemId: string) =>
@@ -58,13 +62,6 @@ describe('connection health', () => {
         WHERE subscription_user_id = $1 AND kind = 'connection_status_changed' ORDER BY id`,
       [user],
     );
-
-  /** Posts a webhook body as Plaid would, signed as `sign` says (the emulator's key by default). */
-  function postWebhook(raw: string, signature: string | undefined) {
-    const request = service.http.post('/webhooks/plaid').set('Content-Type', 'application/json');
-    if (signature !== undefined) request.set('Plaid-Verification', signature);
-    return request.send(raw);
-  }
 
   it('when a new Item reports elsewhere, then it is pointed at PLAID_WEBHOOK_URL and Plaid acknowledges there', async () => {
     const { itemId } = await connect();
@@ -86,15 +83,42 @@ describe('connection health', () => {
     });
   });
 
+  it('when the Item comes from a link token this service made, then it already reports to PLAID_WEBHOOK_URL and the exchange makes no webhook update', async () => {
+    const user = uniqueUserId();
+    const linkToken = await createLinkToken(service, { subscription_user_id: user, app_name: 'Budget App' });
+    const linked = service.emulator.completeLink(linkToken.body.link_token as string, 'ins_109508');
+    service.emulator.clearCalls();
+
+    const response = await exchange(service, {
+      public_token: linked.public_token,
+      subscription_user_id: user,
+    });
+    await service.emulator.flushWebhooks();
+
+    expect(response.status).toBe(200);
+    const itemId = response.body.accounts[0].item_id as string;
+    expect(service.emulator.items().find((candidate) => candidate.item_id === itemId)?.webhook).toBe(
+      webhookUrl,
+    );
+    expect(service.emulator.calls().map((call) => call.path)).toEqual([
+      '/item/public_token/exchange',
+      '/accounts/get',
+    ]);
+    expect(
+      service.emulator
+        .webhooksSent()
+        .filter(
+          (sent) => sent.body.item_id === itemId && sent.body.webhook_code === 'WEBHOOK_UPDATE_ACKNOWLEDGED',
+        ),
+    ).toEqual([]);
+  });
+
   it('when Plaid signs an ITEM ERROR for the Item, then the connection is login_required, with an event, and the website sees it', async () => {
     const { user, itemId, accessToken } = await connect();
 
     await plaid().sandboxItemResetLogin({ access_token: accessToken });
     await service.emulator.flushWebhooks();
-    const overview = await service.http
-      .post('/connection-status')
-      .set(asWebsite)
-      .send({ subscription_user_id: user });
+    const overview = await connectionStatus(service, user);
 
     expect(await healthOf(itemId)).toEqual({
       status: 'login_required',
@@ -158,7 +182,7 @@ describe('connection health', () => {
       const [body, signature] = forge();
       const deliveriesBefore = await rowsOf(service, `SELECT count(*)::int AS n FROM webhook_deliveries`);
 
-      const response = await postWebhook(body, signature);
+      const response = await postPlaidWebhook(service, body, signature);
 
       expect(response.status).toBe(401);
       expect(response.body).toEqual({ ...problemShape, status: 401, code: 'WEBHOOK_UNVERIFIED' });
@@ -176,12 +200,12 @@ describe('connection health', () => {
     it('when the same signed webhook is delivered twice, then the second changes nothing more', async () => {
       const signature = service.emulator.signWebhook(raw);
 
-      const first = await postWebhook(raw, signature);
-      await service.http
-        .post('/refresh-connection')
-        .set(asWebsite)
-        .send({ subscription_user_id: target.user, access_token: target.accessToken });
-      const again = await postWebhook(raw, signature);
+      const first = await postPlaidWebhook(service, raw, signature);
+      await refreshConnection(service, {
+        subscription_user_id: target.user,
+        access_token: target.accessToken,
+      });
+      const again = await postPlaidWebhook(service, raw, signature);
 
       expect(first.status).toBe(200);
       expect(again.status).toBe(200);
@@ -192,6 +216,52 @@ describe('connection health', () => {
         { from: 'login_required', to: 'good', source: 'refresh' },
       ]);
     });
+  });
+
+  it('when Plaid reports ERROR, the login is repaired, and Plaid reports the same ERROR again, then the connection needs a login again', async () => {
+    const { user, itemId, accessToken } = await connect();
+
+    await plaid().sandboxItemResetLogin({ access_token: accessToken });
+    await service.emulator.flushWebhooks();
+    service.emulator.sendItemWebhook(itemId, 'LOGIN_REPAIRED');
+    await service.emulator.flushWebhooks();
+    await plaid().sandboxItemResetLogin({ access_token: accessToken });
+    await service.emulator.flushWebhooks();
+
+    const errors = service.emulator
+      .webhooksSent()
+      .filter((sent) => sent.body.item_id === itemId && sent.body.webhook_code === 'ERROR');
+    expect(errors).toHaveLength(2);
+    // Plaid's ITEM ERROR body carries no id or time: the two real events are byte for byte the same.
+    expect(errors[1]!.raw_body).toEqual(errors[0]!.raw_body);
+    expect(await healthOf(itemId)).toEqual({
+      status: 'login_required',
+      error_code: 'ITEM_LOGIN_REQUIRED',
+      new_accounts_available: false,
+    });
+    expect(await statusEvents(user)).toEqual([
+      { from: 'good', to: 'login_required', source: 'webhook:ERROR' },
+      { from: 'login_required', to: 'good', source: 'webhook:LOGIN_REPAIRED' },
+      { from: 'good', to: 'login_required', source: 'webhook:ERROR' },
+    ]);
+  });
+
+  it('when delivery records are older than two days, then the worker prunes them and keeps recent ones', async () => {
+    await rowsOf(
+      service,
+      `INSERT INTO webhook_deliveries (verification_sha256, item_id, webhook_type, webhook_code, received_at)
+       VALUES (sha256('old-delivery'), 'item-old', 'ITEM', 'ERROR', now() - interval '3 days'),
+              (sha256('recent-delivery'), 'item-recent', 'ITEM', 'ERROR', now() - interval '1 day')`,
+    );
+
+    await service.deps.outbox.runOnce();
+
+    expect(
+      await rowsOf(
+        service,
+        `SELECT item_id FROM webhook_deliveries WHERE item_id IN ('item-old', 'item-recent') ORDER BY item_id`,
+      ),
+    ).toEqual([{ item_id: 'item-recent' }]);
   });
 
   it('when a connection needs a login, then update mode through Link and /refresh-connection bring it back to good', async () => {
@@ -206,10 +276,10 @@ describe('connection health', () => {
       access_token: accessToken,
     });
     const completed = service.emulator.completeLink(link.body.link_token as string);
-    const refreshed = await service.http
-      .post('/refresh-connection')
-      .set(asWebsite)
-      .send({ subscription_user_id: user, access_token: accessToken });
+    const refreshed = await refreshConnection(service, {
+      subscription_user_id: user,
+      access_token: accessToken,
+    });
 
     expect(beforeRepair).toMatchObject({ status: 'login_required' });
     expect(completed.metadata.institution).toEqual({
@@ -248,10 +318,10 @@ describe('connection health', () => {
       access_token: accessToken,
     });
     service.emulator.completeLink(link.body.link_token as string);
-    const refreshed = await service.http
-      .post('/refresh-connection')
-      .set(asWebsite)
-      .send({ subscription_user_id: user, access_token: accessToken });
+    const refreshed = await refreshConnection(service, {
+      subscription_user_id: user,
+      access_token: accessToken,
+    });
 
     expect(flagged).toEqual({ status: 'good', error_code: null, new_accounts_available: true });
     expect(refreshed.status).toBe(200);
@@ -324,7 +394,7 @@ describe('connection health', () => {
       webhook_type: 'ITEM',
     });
 
-    const response = await postWebhook(raw, service.emulator.signWebhook(raw));
+    const response = await postPlaidWebhook(service, raw, service.emulator.signWebhook(raw));
 
     expect(response.status).toBe(200);
     expect(response.body).toEqual({ received: true });

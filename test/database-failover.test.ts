@@ -1,10 +1,17 @@
 import { Client } from 'pg';
 import { findInconsistencies } from './support/consistency';
-import { databaseUrl, onServer } from './support/database';
+import { databaseUrl, describeOnDirectConnection, onServer } from './support/database';
 import {
-  asAdmin,
-  asWebsite,
+  adminStats,
   connectInstitution,
+  createLinkToken,
+  exchange,
+  listAdminAccounts,
+  readiness,
+  removeAccount,
+  removeInstitution,
+} from './support/requests';
+import {
   linkPublicToken,
   problemShape,
   accountIdsOf,
@@ -16,11 +23,16 @@ import {
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 /** Terminates every backend of the service's database (the caller is on the maintenance database). */
+/**
+ * Terminates every backend of `database` and waits until each has exited (without the timeout,
+ * pg_terminate_backend only signals: a backend still dying could be handed to the next round's
+ * request, which rightly answers 503, and a setup step would fail).
+ */
 async function terminateBackends(database: string): Promise<number> {
   const { rows } = await onServer((client) =>
     client.query<{ pid: number }>(
       `WITH victims AS MATERIALIZED (SELECT pid FROM pg_stat_activity WHERE datname = $1)
-       SELECT pid FROM victims WHERE pg_terminate_backend(pid)`,
+       SELECT pid FROM victims WHERE pg_terminate_backend(pid, 5000)`,
       [database],
     ),
   );
@@ -35,7 +47,11 @@ async function waitUntil(check: () => Promise<boolean>, what: string, timeoutMs 
   }
 }
 
-describe('a lost database connection', () => {
+// Behind PgBouncer the terminated sessions are the pooler's: it hands its dead idle ones out (up to
+// default_pool_size, until server_check_delay) before it notices, so a round's own setup requests fail.
+describeOnDirectConnection(
+  "it terminates the service's server sessions, which behind a pooler are the pooler's",
+)('a lost database connection', () => {
   let service: ServiceContext;
   beforeAll(async () => {
     service = await startService();
@@ -50,11 +66,7 @@ describe('a lost database connection', () => {
     await locker.query('BEGIN');
     await locker.query(`SELECT 1 FROM connections WHERE subscription_user_id = $1 FOR UPDATE`, [user]);
 
-    const removal = service.http
-      .post('/remove-account')
-      .set(asWebsite)
-      .send({ subscription_user_id: user, provider_account_id: accountIds[0] })
-      .then((response) => response);
+    const removal = removeAccount(service, user, accountIds[0]!).then((response) => response);
     await waitUntil(
       async () =>
         (
@@ -75,10 +87,7 @@ describe('a lost database connection', () => {
     const response = await removal;
     await locker.query('ROLLBACK');
     await locker.end();
-    const next = await service.http
-      .post('/remove-account')
-      .set(asWebsite)
-      .send({ subscription_user_id: user, provider_account_id: accountIds[0] });
+    const next = await removeAccount(service, user, accountIds[0]!);
 
     expect(response.status).toBe(503);
     expect(response.headers['content-type']).toMatch(/^application\/problem\+json/);
@@ -87,7 +96,7 @@ describe('a lost database connection', () => {
     expect(await accountIdsOf(service, user)).toHaveLength(accountIds.length - 1);
   });
 
-  it('when every backend is terminated while requests of every kind are in flight (20 rounds), then each gets 2xx or a 503 problem and the tables stay consistent', async () => {
+  it('when every backend is terminated while removals, an exchange, a link token, stats and an export are in flight (20 rounds), then each gets 2xx or a 503 problem and the tables stay consistent', async () => {
     const statuses: number[] = [];
     const unexpected: string[] = [];
     for (let round = 0; round < 20; round += 1) {
@@ -104,47 +113,28 @@ describe('a lost database connection', () => {
       ]);
 
       const inFlight = [
-        service.http
-          .post('/remove-account')
-          .set(asWebsite)
-          .send({ subscription_user_id: user, provider_account_id: other.accountIds[0] }),
-        service.http
-          .post('/exchange-public-token')
-          .set(asWebsite)
-          .send({
-            public_token: linkPublicToken(service, 'ins_109511'),
-            subscription_user_id: user,
-            app_name: 'A',
-          }),
-        service.http
-          .post('/remove-institution')
-          .set(asWebsite)
-          .send({ subscription_user_id: user, access_token: accessToken }),
-        service.http
-          .post('/remove-account')
-          .set(asWebsite)
-          .send({ subscription_user_id: user, provider_account_id: accountIds[1] }),
-        service.http.get('/admin/stats').set(asAdmin),
-        service.http
-          .post('/create-link-token')
-          .set(asWebsite)
-          .send({ subscription_user_id: user, app_name: 'A' }),
+        removeAccount(service, user, other.accountIds[0]!),
+        exchange(service, {
+          public_token: linkPublicToken(service, 'ins_109511'),
+          subscription_user_id: user,
+          app_name: 'A',
+        }),
+        removeInstitution(service, user, accessToken),
+        removeAccount(service, user, accountIds[1]!),
+        adminStats(service),
+        createLinkToken(service, { subscription_user_id: user, app_name: 'A' }),
       ].map((test) => test.then((response) => response));
       // An export already streaming cannot turn into a 503: its 200 is cut short, which the client sees
       // as an aborted chunked response. Before its first row it must be a 503 problem like the rest.
-      const exported = service.http
-        .get('/admin/accounts')
-        .set(asAdmin)
-        .set('Accept', 'text/csv')
-        .then(
-          (response) => response,
-          (error: Error) => ({
-            status: 200,
-            aborted: error.message,
-            headers: {} as Record<string, string>,
-            body: {} as Record<string, unknown>,
-          }),
-        );
+      const exported = listAdminAccounts(service, {}, { accept: 'text/csv' }).then(
+        (response) => response,
+        (error: Error) => ({
+          status: 200,
+          aborted: error.message,
+          headers: {} as Record<string, string>,
+          body: {} as Record<string, unknown>,
+        }),
+      );
       await sleep(round % 5 === 0 ? 0 : 5 + (round % 4) * 10);
       await terminateBackends(service.database.name);
       const responses = [...(await Promise.all(inFlight)), await exported];
@@ -166,10 +156,10 @@ describe('a lost database connection', () => {
     }
     await service.deps.outbox.runOnce();
     // Every pooled connection was cut in the last round: readiness comes back once new ones are made.
-    let health = await service.http.get('/readyz');
+    let health = await readiness(service);
     for (let tries = 0; health.status !== 200 && tries < 50; tries += 1) {
       await sleep(200);
-      health = await service.http.get('/readyz');
+      health = await readiness(service);
     }
     const problems = await findInconsistencies(service.deps.pool, service.emulator);
 

@@ -1,12 +1,23 @@
 import { Client } from 'pg';
 import type { Response } from 'supertest';
-import { DATABASE_CONNECT_TIMEOUT_MS } from '../src/time-budgets';
+import { DATABASE_CONNECT_TIMEOUT_MS } from '../src/config/time-budgets';
 import { findInconsistencies } from './support/consistency';
-import { createTestDatabase, onServer, type TestDatabase } from './support/database';
 import {
-  asAdmin,
-  asWebsite,
+  createTestDatabase,
+  describeOnDirectConnection,
+  onServer,
+  type TestDatabase,
+} from './support/database';
+import {
   connectInstitution,
+  eachEndpoint,
+  exchange,
+  finishedReconciliation,
+  listAdminAccounts,
+  readiness,
+  removeAccount,
+} from './support/requests';
+import {
   linkPublicToken,
   problemShape,
   startService,
@@ -14,6 +25,13 @@ import {
   type ServiceContext,
 } from './support/service';
 import { TcpProxy, type CutMode } from './support/tcp-proxy';
+import {
+  ACCOUNT_AND_ADMIN_ENDPOINTS,
+  VALID_REQUESTS,
+  prepareFixture,
+  validRequestFor,
+  type Fixture,
+} from './support/valid-requests';
 
 /**
  * Not a speed limit: a request that waits on a cut network must give up after the pool's connect
@@ -79,60 +97,36 @@ async function timed(name: string, send: () => PromiseLike<Response>): Promise<T
   return { name, response, elapsedMs: Date.now() - started };
 }
 
-/** One request of every kind that needs the database, for one user's existing connections. */
-function everyDatabaseRequest(
-  service: ServiceContext,
-  fixture: { user: string; publicToken: string; accountId: string; accessToken: string },
-): [string, () => PromiseLike<Response>][] {
-  const { http } = service;
+interface DatabaseRequest {
+  name: string;
+  operationId: string;
+  send: () => PromiseLike<Response>;
+  /** The endpoint's declared success status. */
+  succeeds: number;
+}
+
+/**
+ * A valid request of every account and admin endpoint, from the declarations (so a new endpoint is in
+ * it, or fails the test until VALID_REQUESTS covers it), and the admin export besides the page.
+ */
+function everyDatabaseRequest(service: ServiceContext, fixture: Fixture): DatabaseRequest[] {
   return [
-    [
-      'POST /create-link-token',
-      () =>
-        http
-          .post('/create-link-token')
-          .set(asWebsite)
-          .send({ subscription_user_id: fixture.user, app_name: 'Budget App' }),
-    ],
-    [
-      'POST /exchange-public-token',
-      () =>
-        http.post('/exchange-public-token').set(asWebsite).send({
-          public_token: fixture.publicToken,
-          subscription_user_id: fixture.user,
-          app_name: 'Budget App',
-        }),
-    ],
-    [
-      'POST /remove-account',
-      () =>
-        http
-          .post('/remove-account')
-          .set(asWebsite)
-          .send({ subscription_user_id: fixture.user, provider_account_id: fixture.accountId }),
-    ],
-    [
-      'POST /remove-institution',
-      () =>
-        http
-          .post('/remove-institution')
-          .set(asWebsite)
-          .send({ subscription_user_id: fixture.user, access_token: fixture.accessToken }),
-    ],
-    ['GET /admin/stats', () => http.get('/admin/stats').set(asAdmin)],
-    [
-      'GET /admin/accounts',
-      () => http.get('/admin/accounts').set(asAdmin).query({ subscription_user_id: fixture.user }),
-    ],
-    [
-      'GET /admin/accounts (CSV export)',
-      () =>
-        http
-          .get('/admin/accounts')
-          .set(asAdmin)
-          .set('Accept', 'text/csv')
-          .query({ subscription_user_id: fixture.user }),
-    ],
+    ...eachEndpoint(ACCOUNT_AND_ADMIN_ENDPOINTS).map(([name, endpoint]) => {
+      // Looked up now, before the network is cut: an endpoint without one fails here.
+      const valid = validRequestFor(endpoint);
+      return {
+        name,
+        operationId: endpoint.operationId,
+        send: () => valid(service, fixture),
+        succeeds: endpoint.response.status ?? 200,
+      };
+    }),
+    {
+      name: 'GET /admin/accounts (CSV export)',
+      operationId: 'listAdminAccounts',
+      send: () => listAdminAccounts(service, { subscription_user_id: fixture.user }, { accept: 'text/csv' }),
+      succeeds: 200,
+    },
   ];
 }
 
@@ -156,7 +150,9 @@ function databaseUnavailableAnswer(name: string) {
   };
 }
 
-describe('a database outage (the network between the service and Postgres cut, then restored)', () => {
+describeOnDirectConnection(
+  'it cuts the network between the service and its server sessions, which behind a pooler belong to the pooler',
+)('a database outage (the network between the service and Postgres cut, then restored)', () => {
   let database: TestDatabase;
   let proxy: TcpProxy;
   let service: ServiceContext;
@@ -174,54 +170,57 @@ describe('a database outage (the network between the service and Postgres cut, t
     await database?.drop();
   });
 
+  it('when the account and admin endpoints are declared, then each has a valid request to cut off', () => {
+    expect(Object.keys(VALID_REQUESTS).sort()).toEqual(
+      ACCOUNT_AND_ADMIN_ENDPOINTS.map((endpoint) => endpoint.operationId).sort(),
+    );
+  });
+
   it.each(CUT_MODES)(
     'when the network is cut (%s), then every account and admin endpoint answers 503 DATABASE_UNAVAILABLE without hanging, /readyz is not ready, nothing is written, and after restore the same requests succeed without a restart',
     async (mode) => {
-      const user = uniqueUserId(`outage-${mode}`);
-      const kept = await connectInstitution(service, user);
-      const removed = await connectInstitution(service, user, 'ins_109510');
-      const fixture = {
-        user,
-        publicToken: linkPublicToken(service, 'ins_109511'),
-        accountId: kept.accountIds[0]!,
-        accessToken: removed.accessToken,
-      };
+      const fixture = await prepareFixture(service, `outage-${mode}`);
       const requests = everyDatabaseRequest(service, fixture);
       const before = await countRows(database);
       const plaidCallsBefore = service.emulator.calls().length;
 
       await proxy.cut(mode);
-      const [readiness, ...whileCut] = await Promise.all([
-        timed('GET /readyz', () => service.http.get('/readyz')),
-        ...requests.map(([name, send]) => timed(name, send)),
+      const [readinessWhileCut, ...whileCut] = await Promise.all([
+        timed('GET /readyz', () => readiness(service)),
+        ...requests.map(({ name, send }) => timed(name, send)),
       ]);
       const duringCut = await countRows(database);
       const plaidCallsDuringCut = service.emulator.calls().slice(plaidCallsBefore);
       await proxy.restore();
       const afterRestore: TimedResponse[] = [];
-      for (const [name, send] of requests) afterRestore.push(await timed(name, send));
-      const readinessAfter = await service.http.get('/readyz');
+      for (const { name, send } of requests) afterRestore.push(await timed(name, send));
+      const readinessAfter = await readiness(service);
+      const answerAfterRestore = (operationId: string) =>
+        afterRestore[requests.findIndex((request) => request.operationId === operationId)]!.response;
+      // The run started after the restore is let finish: the next case cuts the network again.
+      await finishedReconciliation(service, answerAfterRestore('createReconciliation').body.run_id as string);
 
-      expect(whileCut.map(describeAnswer)).toEqual(requests.map(([name]) => databaseUnavailableAnswer(name)));
+      expect(whileCut.map(describeAnswer)).toEqual(
+        requests.map(({ name }) => databaseUnavailableAnswer(name)),
+      );
       for (const { response } of whileCut) {
         expect(response.body).toMatchObject({ ...problemShape, status: 503 });
         expect(response.headers['retry-after']).toBeDefined();
       }
-      expect(describeAnswer(readiness!)).toEqual(databaseUnavailableAnswer('GET /readyz'));
+      expect(describeAnswer(readinessWhileCut!)).toEqual(databaseUnavailableAnswer('GET /readyz'));
       expect(duringCut).toEqual(before);
       // Nothing reached Plaid either: a request that cannot write first must not call it.
       expect(plaidCallsDuringCut).toEqual([]);
 
       expect(afterRestore.map(({ name, response }) => [name, response.status])).toEqual(
-        requests.map(([name]) => [name, 200]),
+        requests.map(({ name, succeeds }) => [name, succeeds]),
       );
       expect(readinessAfter.status).toBe(200);
-      const exchanged = afterRestore.find(({ name }) => name === 'POST /exchange-public-token')!.response
-        .body as { accounts: unknown[] };
+      const exchanged = answerAfterRestore('exchangePublicToken').body as { accounts: unknown[] };
       // One connection added by the exchange and one removed with its accounts; one account removed.
       expect(await countRows(database)).toMatchObject({
         connections: before.connections,
-        accounts: before.accounts! + exchanged.accounts.length - removed.accountIds.length - 1,
+        accounts: before.accounts! + exchanged.accounts.length - fixture.removed.accountIds.length - 1,
       });
       expect(await findInconsistencies(service.deps.pool, service.emulator)).toEqual([]);
     },
@@ -238,12 +237,7 @@ describe('a database outage (the network between the service and Postgres cut, t
       await locker.query(`SELECT 1 FROM connections WHERE subscription_user_id = $1 FOR UPDATE`, [user]);
       const before = await countRows(database);
 
-      const removal = timed('POST /remove-account', () =>
-        service.http
-          .post('/remove-account')
-          .set(asWebsite)
-          .send({ subscription_user_id: user, provider_account_id: accountIds[0] }),
-      );
+      const removal = timed('POST /remove-account', () => removeAccount(service, user, accountIds[0]!));
       await waitUntil(
         async () =>
           (
@@ -264,10 +258,7 @@ describe('a database outage (the network between the service and Postgres cut, t
       await waitUntil(async () => (await serviceBackends(database)) === 0, 'the cut-off backends ended');
       const afterCut = await countRows(database);
       await proxy.restore();
-      const retried = await service.http
-        .post('/remove-account')
-        .set(asWebsite)
-        .send({ subscription_user_id: user, provider_account_id: accountIds[0] });
+      const retried = await removeAccount(service, user, accountIds[0]!);
       const remaining = await directly(database, (client) =>
         client.query<{ account_count: number; accounts: number }>(
           `SELECT c.account_count, (SELECT count(*)::int FROM accounts a WHERE a.connection_id = c.id) AS accounts
@@ -296,11 +287,9 @@ describe('a database outage (the network between the service and Postgres cut, t
       service.emulator.injectFault({ path: '/accounts/get', delay_ms: 1_000 });
       const callsBefore = service.emulator.calls().length;
 
-      const exchange = service.http
-        .post('/exchange-public-token')
-        .set(asWebsite)
-        .send({ public_token: publicToken, subscription_user_id: user, app_name: 'Budget App' })
-        .then((response) => response);
+      const exchanged = exchange(service, { public_token: publicToken, subscription_user_id: user }).then(
+        (response) => response,
+      );
       await waitUntil(
         async () =>
           service.emulator
@@ -314,7 +303,7 @@ describe('a database outage (the network between the service and Postgres cut, t
         .find((call) => (call.body as { public_token?: string }).public_token === publicToken);
       await proxy.cut(mode);
       const cutAt = Date.now();
-      const response = await exchange;
+      const response = await exchanged;
       const answeredAfterCutMs = Date.now() - cutAt;
       await proxy.restore();
       const exchangeRows = await directly(database, (client) =>

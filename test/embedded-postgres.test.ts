@@ -12,8 +12,11 @@ import {
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { Client } from 'pg';
+import { describeOnDirectConnection } from './support/database';
 
 const RUNNER = path.resolve(__dirname, 'support', 'run-embedded-postgres.mjs');
+/** These tests start embedded servers of their own: nothing they do goes through a pooler. */
+const describeEmbedded = describeOnDirectConnection('it starts embedded servers of its own, with no pooler');
 
 interface Running {
   child: ChildProcess;
@@ -109,7 +112,7 @@ const lockFileOf = (databaseDir: string) => path.join(databaseDir, 'postmaster.p
 const lockPidOf = (databaseDir: string) =>
   Number(readFileSync(lockFileOf(databaseDir), 'utf8').split('\n')[0]);
 
-describe('embedded PostgreSQL password', () => {
+describeEmbedded('embedded PostgreSQL password', () => {
   it('when npm start opens a fresh DATA_DIR, then a generated password is stored with mode 0600 and postgres/postgres is refused', async () => {
     const dataDir = freshDataDir();
 
@@ -147,7 +150,7 @@ describe('embedded PostgreSQL password', () => {
   });
 });
 
-describe('embedded PostgreSQL stale lock', () => {
+describeEmbedded('embedded PostgreSQL stale lock', () => {
   it('when a stale postmaster.pid names an unrelated live process, then that process is left alone and the database starts', async () => {
     const databaseDir = path.join(freshDataDir(), 'postgres');
     const password = 'stale-lock-test-password';

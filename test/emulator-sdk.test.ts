@@ -1,20 +1,6 @@
-import { isAxiosError } from 'axios';
 import { CountryCode, Products, type PlaidApi } from 'plaid';
 import { PlaidEmulator } from '../src/emulator/plaid-emulator';
-import { plaidClient } from './support/plaid-client';
-
-async function plaidErrorOf(
-  call: Promise<unknown>,
-): Promise<{ status: number; body: Record<string, unknown> }> {
-  try {
-    await call;
-  } catch (error) {
-    if (isAxiosError(error) && error.response)
-      return { status: error.response.status, body: error.response.data };
-    throw error;
-  }
-  throw new Error('expected the call to fail');
-}
+import { plaidClient, plaidErrorOf } from './support/plaid-client';
 
 describe('the Plaid emulator, driven by the official SDK', () => {
   let emulator: PlaidEmulator;
@@ -217,6 +203,7 @@ describe('the Plaid emulator, driven by the official SDK', () => {
   it('when faults are injected through the control API, then the next calls fail as asked and then recover', async () => {
     await fetch(`${emulator.url}/__emulator/faults`, {
       method: 'POST',
+      headers: { 'Content-Type': 'application/json' },
       body: JSON.stringify({ path: '/institutions/get_by_id', count: 2, status: 503 }),
     });
     const request = () =>

@@ -1,5 +1,4 @@
 import { createHash, createPublicKey, verify, type JsonWebKey } from 'node:crypto';
-import { isAxiosError } from 'axios';
 import {
   CountryCode,
   Products,
@@ -13,21 +12,8 @@ import {
   type SentWebhook,
   type WebhookVerificationJwk,
 } from '../src/emulator/plaid-emulator';
-import { plaidClient } from './support/plaid-client';
+import { plaidClient, plaidErrorOf } from './support/plaid-client';
 import { WebhookReceiver } from './support/webhook-receiver';
-
-async function plaidErrorOf(
-  call: Promise<unknown>,
-): Promise<{ status: number; body: Record<string, unknown> }> {
-  try {
-    await call;
-  } catch (error) {
-    if (isAxiosError(error) && error.response)
-      return { status: error.response.status, body: error.response.data };
-    throw error;
-  }
-  throw new Error('expected the call to fail');
-}
 
 const decode = (part: string) => JSON.parse(Buffer.from(part, 'base64url').toString('utf8'));
 
@@ -88,6 +74,7 @@ describe('the Plaid emulator’s webhooks, driven by the official SDK', () => {
   async function control(path: string, body?: unknown) {
     const response = await fetch(`${emulator.url}/__emulator${path}`, {
       method: body === undefined ? 'GET' : 'POST',
+      headers: body === undefined ? {} : { 'Content-Type': 'application/json' },
       body: body === undefined ? undefined : JSON.stringify(body),
     });
     return { status: response.status, body: (await response.json()) as ControlAnswer };
@@ -581,4 +568,27 @@ describe('the Plaid emulator’s webhooks, driven by the official SDK', () => {
     expect(badTime.body.error_code).toBe('INVALID_FIELD');
     expect(badAccount.body.error_code).toBe('INVALID_FIELD');
   });
+
+  it.each<[string, RequestInit]>([
+    ['a text/plain body', { body: '{}', headers: { 'Content-Type': 'text/plain' } }],
+    ['a form body', { body: 'a=1', headers: { 'Content-Type': 'application/x-www-form-urlencoded' } }],
+    ['no body and no Content-Type', {}],
+  ])(
+    'when a control request other than GET comes with %s, as a web page could send it, then 415 and nothing happens',
+    async (_label, init) => {
+      const { item_id } = await newItem(undefined);
+      const keysBefore = (await control('/webhook-keys')).body;
+
+      const answers = await Promise.all(
+        ['/reset', '/webhook-keys/rotate', '/faults'].map((path) =>
+          fetch(`${emulator.url}/__emulator${path}`, { method: 'POST', ...init }),
+        ),
+      );
+
+      expect(answers.map((answer) => answer.status)).toEqual([415, 415, 415]);
+      expect(emulator.items().some((item) => item.item_id === item_id)).toBe(true);
+      expect((await control('/webhook-keys')).body).toEqual(keysBefore);
+      expect(emulator.pendingFaults()).toEqual([]);
+    },
+  );
 });

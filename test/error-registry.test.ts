@@ -1,9 +1,9 @@
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { ERROR_CODES, ERROR_REGISTRY } from '../src/errors';
-import { errorCodesOf } from '../src/http/endpoint';
-import { ENDPOINTS } from '../src/http/endpoints';
-import { buildOpenApiDocument } from '../src/http/openapi';
+import { errorCodesOf } from '../src/http/endpoint-declaration';
+import { ENDPOINTS } from '../src/http/endpoint-list';
+import { buildOpenApiDocument } from '../src/http/openapi-document';
 
 interface ProblemResponse {
   description: string;

@@ -1,7 +1,7 @@
 import type { PoolClient } from 'pg';
 import { enqueueAbandonedExchanges } from '../src/repository/exchanges-repository';
 import { linkPublicToken, rowsOf, startService, uniqueUserId, type ServiceContext } from './support/service';
-import { exchange } from './support/requests';
+import { exchange, linkMetadataFor } from './support/requests';
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
@@ -101,6 +101,70 @@ describe('an exchange changes only the state its claim holds', () => {
     expect(service.emulator.calls('/item/remove')[0]!.status).toBe(200);
   });
 
+  it('when the Item’s removal is queued under its lock while the exchange waits for that lock to store it, then the exchange stores nothing and the Item is removed', async () => {
+    const user = uniqueUserId();
+    const known = new Set(service.emulator.items().map((item) => item.item_id));
+    service.emulator.injectFault({ path: '/accounts/get', delay_ms: 500 });
+
+    const pending = exchange(service, {
+      public_token: linkPublicToken(service),
+      subscription_user_id: user,
+    }).then((sent) => sent);
+    // Once Plaid made the Item (its token is stored at once), a removal of it is queued under its lock,
+    // as any transaction queueing an Item's removal does, and held until the exchange waits for the lock.
+    let itemId: string | undefined;
+    for (let tries = 0; itemId === undefined && tries < 80; tries += 1) {
+      await sleep(25);
+      itemId = service.emulator.items().find((item) => !known.has(item.item_id))?.item_id;
+    }
+    const locker = await service.deps.pool.connect();
+    let waited = false;
+    try {
+      await locker.query('BEGIN');
+      await locker.query('SELECT lock_item($1)', [itemId]);
+      let ciphertext: unknown;
+      for (let tries = 0; ciphertext === undefined && tries < 80; tries += 1) {
+        [{ ciphertext } = { ciphertext: undefined }] = await rowsOf(
+          service,
+          `SELECT access_token_ciphertext AS ciphertext FROM exchanges WHERE provider_item_id = $1`,
+          [itemId],
+        );
+        if (ciphertext === undefined) await sleep(25);
+      }
+      await locker.query(
+        `INSERT INTO outbox (kind, reason, provider_item_id, access_token_ciphertext)
+         VALUES ('provider_item_remove', 'exchange_failed', $1, $2)`,
+        [itemId, ciphertext],
+      );
+      for (let tries = 0; !waited && tries < 120; tries += 1) {
+        await sleep(25);
+        const waiting = await rowsOf(
+          service,
+          `SELECT 1 FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND wait_event = 'advisory'
+              AND datname = current_database()`,
+        );
+        waited = waiting.length > 0;
+      }
+      await locker.query('COMMIT');
+    } finally {
+      locker.release();
+    }
+    const response = await pending;
+    await service.deps.outbox.runOnce();
+
+    expect(waited).toBe(true);
+    expect(response.status).toBe(404);
+    expect(
+      await rowsOf(service, `SELECT 1 FROM connections WHERE subscription_user_id = $1`, [user]),
+    ).toEqual([]);
+    expect(
+      await rowsOf(service, `SELECT state, failure_code FROM exchanges WHERE provider_item_id = $1`, [
+        itemId,
+      ]),
+    ).toEqual([{ state: 'abandoned', failure_code: 'NOT_FOUND' }]);
+    expect(service.emulator.items().map((item) => item.item_id)).not.toContain(itemId);
+  });
+
   it('when twenty identical exchanges wait on a slow Plaid, then the waiters poll with backoff, not every 50 ms', async () => {
     const user = uniqueUserId();
     const publicToken = linkPublicToken(service);
@@ -130,5 +194,61 @@ describe('an exchange changes only the state its claim holds', () => {
     // Polling every 50 ms would be 19 waiters x 2 queries x 30 rounds (about 1,100); backoff to 1 s
     // keeps it to about 19 x 7 rounds of one query.
     expect(queries).toBeLessThan(300);
+  });
+});
+
+describe('submissions of one public token get one answer', () => {
+  let service: ServiceContext;
+  let beforeDuplicateCheck: (() => Promise<void>) | undefined;
+  beforeAll(async () => {
+    service = await startService({
+      hooks: { beforeDuplicateCheck: () => beforeDuplicateCheck?.() ?? Promise.resolve() },
+    });
+  });
+  afterAll(() => service.close());
+
+  it('when a second submission looks before the first claims and checks for duplicates after it stored, then both answer 200 with the one connection', async () => {
+    const user = uniqueUserId();
+    const publicToken = linkPublicToken(service);
+    const body = {
+      public_token: publicToken,
+      subscription_user_id: user,
+      metadata: linkMetadataFor('ins_109508'),
+    };
+    // The first submission waits at the duplicate check until the second has looked (and found no
+    // exchange of the token); the second waits there until the first has stored its connection.
+    let secondLooked!: () => void;
+    const secondHasLooked = new Promise<void>((resolve) => (secondLooked = resolve));
+    let firstAnswered!: () => void;
+    const firstHasAnswered = new Promise<void>((resolve) => (firstAnswered = resolve));
+    let arrivals = 0;
+    beforeDuplicateCheck = async () => {
+      arrivals += 1;
+      if (arrivals === 1) await secondHasLooked;
+      else {
+        secondLooked();
+        await firstHasAnswered;
+      }
+    };
+
+    const first = exchange(service, body).then((response) => {
+      firstAnswered();
+      return response;
+    });
+    await sleep(100);
+    const second = exchange(service, body).then((response) => response);
+    const [firstResponse, secondResponse] = await Promise.all([first, second]);
+    beforeDuplicateCheck = undefined;
+
+    expect(arrivals).toBe(2);
+    expect([firstResponse.status, secondResponse.status]).toEqual([200, 200]);
+    expect(secondResponse.body).toEqual(firstResponse.body);
+    expect(
+      await rowsOf(service, `SELECT account_count FROM connections WHERE subscription_user_id = $1`, [user]),
+    ).toEqual([{ account_count: 12 }]);
+    expect(
+      await rowsOf(service, `SELECT kind FROM events WHERE subscription_user_id = $1 ORDER BY id`, [user]),
+    ).toEqual([{ kind: 'exchange_completed' }]);
+    expect(service.emulator.calls('/item/public_token/exchange')).toHaveLength(1);
   });
 });

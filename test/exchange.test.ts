@@ -7,6 +7,7 @@ import {
   rowsOf,
   startService,
   uniqueUserId,
+  validationProblem,
   type ServiceContext,
 } from './support/service';
 import { exchange, linkMetadataFor, sandboxAccounts } from './support/requests';
@@ -262,7 +263,7 @@ describe('POST /exchange-public-token', () => {
     },
   );
 
-  it('when extra fields are sent, then they are ignored: the answer and the stored connection are as without them', async () => {
+  it('when unknown top-level fields are sent, then 400 naming each, Plaid is not called and nothing is stored', async () => {
     const user = uniqueUserId();
 
     const response = await exchange(service, {
@@ -272,19 +273,46 @@ describe('POST /exchange-public-token', () => {
       subscription_user_id_override: 'someone-else',
     });
 
+    expect(response.status).toBe(400);
+    expect(response.body).toEqual(
+      validationProblem([
+        { field: 'is_admin', message: 'is not a known field' },
+        { field: 'subscription_user_id_override', message: 'is not a known field' },
+      ]),
+    );
+    expect(service.emulator.calls()).toEqual([]);
+    expect(
+      await rowsOf(service, `SELECT 1 FROM connections WHERE subscription_user_id = $1`, [user]),
+    ).toEqual([]);
+  });
+
+  it("when Link's metadata carries fields this service does not use, then they are ignored: metadata is free-form inside", async () => {
+    const user = uniqueUserId();
+    const metadata = linkMetadataFor('ins_109508');
+
+    const response = await exchange(service, {
+      public_token: linkPublicToken(service),
+      subscription_user_id: user,
+      metadata: {
+        ...metadata,
+        status: null,
+        link_session_id: 'link-session-5c0d2a4e',
+        transfer_status: null,
+        institution: { ...metadata.institution, logo: null },
+        accounts: metadata.accounts.map((account, index) => ({
+          ...account,
+          id: `account-${index}`,
+          type: 'depository',
+          verification_status: null,
+        })),
+      },
+    });
+
     expect(response.status).toBe(200);
     expect(response.body.accounts).toHaveLength(12);
-    expect(Object.keys(response.body)).toEqual(['accounts']);
     expect(
-      await rowsOf(
-        service,
-        `SELECT subscription_user_id, app_name FROM connections WHERE subscription_user_id = $1`,
-        [user],
-      ),
-    ).toEqual([{ subscription_user_id: user, app_name: 'Budget App' }]);
-    expect(
-      await rowsOf(service, `SELECT 1 FROM connections WHERE subscription_user_id = 'someone-else'`),
-    ).toEqual([]);
+      await rowsOf(service, `SELECT institution_id FROM connections WHERE subscription_user_id = $1`, [user]),
+    ).toEqual([{ institution_id: 'ins_109508' }]);
   });
 
   it('when Plaid fails the exchange, then 502, nothing is stored, and the token may be tried again', async () => {
@@ -359,12 +387,18 @@ describe('POST /exchange-public-token', () => {
     const response = await exchange(service, { public_token: publicToken, subscription_user_id: user });
     const replay = await exchange(service, { public_token: publicToken, subscription_user_id: user });
 
+    // The removal queued for this exchange's own Item, not the last one of the file's database.
+    const removals = await rowsOf(
+      service,
+      `SELECT o.provider_item_id FROM outbox o JOIN exchanges e ON e.provider_item_id = o.provider_item_id
+        WHERE e.subscription_user_id = $1`,
+      [user],
+    );
+
     expect(response.status).toBe(502);
     expect(service.emulator.calls('/item/remove')).toHaveLength(1);
-    expect(service.emulator.items().map((item) => item.item_id)).not.toContain(
-      (await rowsOf(service, `SELECT provider_item_id FROM outbox ORDER BY id DESC LIMIT 1`))[0]!
-        .provider_item_id,
-    );
+    expect(removals).toEqual([{ provider_item_id: expect.any(String) }]);
+    expect(service.emulator.items().map((item) => item.item_id)).not.toContain(removals[0]!.provider_item_id);
     expect(replay.status).toBe(409);
     expect(replay.body.code).toBe('EXCHANGE_FAILED');
   });

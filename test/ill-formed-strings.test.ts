@@ -1,8 +1,7 @@
-import { adminAccountsQuery } from '../src/http/admin-schemas';
+import { adminAccountsQuery } from '../src/http/schemas/admin-schemas';
 import { parseInput } from '../src/http/validate';
+import { call, connectInstitution, connectionStatus, sendRaw } from './support/requests';
 import {
-  asWebsite,
-  connectInstitution,
   linkPublicToken,
   problemShape,
   accountIdsOf,
@@ -16,8 +15,8 @@ import {
  * JSON text sent as is. The `\ud800` escapes stay escapes on the wire, so the server's JSON parser
  * is what turns them into a lone surrogate, exactly as it would for any caller's JSON encoder.
  */
-function rawJson(service: ServiceContext, path: string, json: string) {
-  return service.http.post(path).set(asWebsite).set('Content-Type', 'application/json').send(json);
+function rawJson(service: ServiceContext, operationId: string, json: string) {
+  return sendRaw(call(service, operationId), json);
 }
 
 describe('ill-formed strings', () => {
@@ -27,6 +26,28 @@ describe('ill-formed strings', () => {
   });
   afterAll(() => service.close());
 
+  it('when subscription_user_id has white space around it, then 400 naming it, and the user it would alias is not read', async () => {
+    const user = uniqueUserId('user-42');
+    await connectInstitution(service, user);
+
+    const answers = await Promise.all(
+      [` ${user}\u00a0`, `${user} `, `\u3000${user}`, `${user}\ufeff`].map((spelling) =>
+        connectionStatus(service, spelling),
+      ),
+    );
+
+    for (const response of answers) {
+      expect(response.status).toBe(400);
+      expect(response.body).toEqual({
+        ...problemShape,
+        status: 400,
+        code: 'VALIDATION_FAILED',
+        errors: [{ field: 'subscription_user_id', message: 'must not start or end with white space' }],
+      });
+      expect(response.text).not.toContain('"connections"');
+    }
+  });
+
   it('when a connection is linked as "victim\\ud800", then 400 naming subscription_user_id, nothing is stored and Plaid is not called', async () => {
     const victim = uniqueUserId('victim');
     const publicToken = linkPublicToken(service);
@@ -34,7 +55,7 @@ describe('ill-formed strings', () => {
     const body = `{"public_token":"${publicToken}","subscription_user_id":"${victim}\\ud800","app_name":"Budget App"}`;
     expect(body).toContain('\\ud800');
 
-    const response = await rawJson(service, '/exchange-public-token', body);
+    const response = await rawJson(service, 'exchangePublicToken', body);
 
     expect(response.status).toBe(400);
     expect(response.body).toEqual({
@@ -64,12 +85,12 @@ describe('ill-formed strings', () => {
 
     const institution = await rawJson(
       service,
-      '/remove-institution',
+      'removeInstitution',
       `{"subscription_user_id":"${victim}\\udfff","access_token":"${accessToken}"}`,
     );
     const account = await rawJson(
       service,
-      '/remove-account',
+      'removeAccount',
       `{"subscription_user_id":"${victim}\\udfff","provider_account_id":"${accountIds[0]}"}`,
     );
 
@@ -93,13 +114,7 @@ describe('ill-formed strings', () => {
     ]);
     service.emulator.clearCalls();
 
-    const response = await service.http
-      .post('/create-link-token')
-      .set(asWebsite)
-      .set('Content-Type', 'application/json')
-      // Sent byte for byte: superagent would otherwise serialize a Buffer as JSON.
-      .serialize((raw: unknown) => raw as string)
-      .send(body as unknown as string);
+    const response = await sendRaw(call(service, 'createLinkToken'), body);
 
     expect(response.status).toBe(400);
     expect(response.body).toEqual({
@@ -121,18 +136,18 @@ describe('ill-formed strings', () => {
 
     const linkToken = await rawJson(
       service,
-      '/create-link-token',
+      'createLinkToken',
       `{"subscription_user_id":"${user}","app_name":"App \\udc00"}`,
     );
     const exchange = await rawJson(
       service,
-      '/exchange-public-token',
+      'exchangePublicToken',
       `{"public_token":"${publicToken}","subscription_user_id":"${user}","app_name":"App",` +
         `"metadata":{"institution":{"name":"Bank \\ud83d"},"accounts":[{"mask":"0000","x\\ud800":1}]}}`,
     );
     const pair = await rawJson(
       service,
-      '/create-link-token',
+      'createLinkToken',
       `{"subscription_user_id":"${user}-\\ud83d\\ude00","app_name":"App"}`,
     );
 
@@ -146,7 +161,7 @@ describe('ill-formed strings', () => {
       ]),
     );
     expect(pair.status).toBe(200);
-    expect(service.emulator.calls().map((call) => call.path)).toEqual(['/link/token/create']);
+    expect(service.emulator.calls().map((plaidCall) => plaidCall.path)).toEqual(['/link/token/create']);
   });
 
   it('when an admin filter is ill-formed, then it is named too (query strings decode bad escapes to U+FFFD, so this guards the parser)', () => {

@@ -1,14 +1,13 @@
 import fc from 'fast-check';
-import { asWebsite, startService, type ServiceContext } from './support/service';
+import type { ZodObject } from 'zod';
+import { adminStats, call, declaredEndpoints, listAdminAccounts } from './support/requests';
+import { startService, type ServiceContext } from './support/service';
 
-const ENDPOINTS = ['/create-link-token', '/exchange-public-token', '/remove-account', '/remove-institution'];
+/** Every endpoint that takes the website's JSON body, from the declarations. */
+const BODY_ENDPOINTS = declaredEndpoints((endpoint) => endpoint.access === 'internal' && !!endpoint.body);
+/** Every field any of them reads, from their body schemas. */
 const FIELDS = [
-  'subscription_user_id',
-  'app_name',
-  'public_token',
-  'access_token',
-  'provider_account_id',
-  'metadata',
+  ...new Set(BODY_ENDPOINTS.flatMap((endpoint) => Object.keys((endpoint.body!.schema as ZodObject).shape))),
 ];
 const TOKEN_TEXT = /(access|public|link)-(sandbox|production)-/;
 
@@ -49,12 +48,12 @@ describe('input fuzzing', () => {
   it('when any body of any shape is posted to any endpoint, then it is never a 5xx, every error is a problem, no error carries a token, and a lone surrogate is a 400', async () => {
     await fc.assert(
       fc.asyncProperty(
-        fc.constantFrom(...ENDPOINTS),
+        fc.constantFrom(...BODY_ENDPOINTS.map((endpoint) => endpoint.operationId)),
         fc.dictionary(fc.constantFrom(...FIELDS, 'extra', '__proto__', 'constructor'), fieldValue, {
           maxKeys: 6,
         }),
-        async (path, body) => {
-          const response = await service.http.post(path).set(asWebsite).send(body);
+        async (operationId, body) => {
+          const response = await call(service, operationId).send(body);
 
           expect(response.status).toBeLessThan(500);
           if (hasIllFormedString(body)) expect(response.status).toBe(400);
@@ -77,7 +76,7 @@ describe('input fuzzing', () => {
           .string({ minLength: 1, maxLength: 2_000 })
           .filter((value) => /^[\x21-\x7e][\x20-\x7e]*$/.test(value.trim()) && value === value.trim()),
         async (secret) => {
-          const response = await service.http.get('/admin/stats').set('X-Internal-Secret', secret);
+          const response = await adminStats(service).set('X-Internal-Secret', secret);
 
           expect(response.status).toBe(401);
         },
@@ -103,10 +102,7 @@ describe('input fuzzing', () => {
           { maxKeys: 4 },
         ),
         async (query) => {
-          const response = await service.http
-            .get('/admin/accounts')
-            .set('X-Internal-Secret', service.config.adminSecrets[0]!)
-            .query(query);
+          const response = await listAdminAccounts(service, query);
 
           expect(response.status).toBeLessThan(500);
         },

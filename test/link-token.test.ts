@@ -1,12 +1,5 @@
-import {
-  connectInstitution,
-  problemShape,
-  rowsOf,
-  startService,
-  uniqueUserId,
-  type ServiceContext,
-} from './support/service';
-import { createLinkToken } from './support/requests';
+import { problemShape, rowsOf, startService, uniqueUserId, type ServiceContext } from './support/service';
+import { connectInstitution, createLinkToken } from './support/requests';
 
 describe('POST /create-link-token', () => {
   let service: ServiceContext;
@@ -110,6 +103,24 @@ describe('POST /create-link-token', () => {
         [user],
       ),
     ).toEqual([{ kind: 'provider_error', code: 'PLANNED_MAINTENANCE' }]);
+  });
+
+  it('when Plaid answers 429 with Retry-After: 2, then the website gets 429 PROVIDER_RATE_LIMITED with Retry-After: 2 at once', async () => {
+    service.emulator.injectFault({
+      path: '/link/token/create',
+      status: 429,
+      headers: { 'Retry-After': '2' },
+    });
+
+    const response = await createLinkToken(service, {
+      subscription_user_id: uniqueUserId(),
+      app_name: 'Budget App',
+    });
+
+    expect(response.status).toBe(429);
+    expect(response.body).toEqual({ ...problemShape, status: 429, code: 'PROVIDER_RATE_LIMITED' });
+    expect(response.headers['retry-after']).toBe('2');
+    expect(service.emulator.calls('/link/token/create')).toHaveLength(1);
   });
 
   it('when ids are empty, too long, or the token is not an access token, then 400 naming each', async () => {

@@ -1,16 +1,24 @@
 import { AxiosError, AxiosHeaders } from 'axios';
-import { createLogger, redactUrl, serializeError } from '../src/logger';
+import { DatabaseError } from 'pg';
+import { AppError } from '../src/errors';
+import { createLogger, redactUrl, serializeError } from '../src/observability/logger';
+import {
+  adminStats,
+  createLinkToken,
+  exchange,
+  listAdminAccounts,
+  removeInstitution,
+} from './support/requests';
 import {
   ADMIN_SECRET,
   INTERNAL_SECRET,
   PLAID_SECRET,
-  asAdmin,
-  asWebsite,
   linkPublicToken,
   startService,
   uniqueUserId,
   type ServiceContext,
 } from './support/service';
+import { rejectionOf } from './support/rejection';
 
 describe('log redaction', () => {
   let service: ServiceContext;
@@ -22,37 +30,29 @@ describe('log redaction', () => {
   it('when a full session runs at trace level, including provider failures, then no secret or token is logged', async () => {
     const user = uniqueUserId();
     const publicToken = linkPublicToken(service);
-    const link = await service.http
-      .post('/create-link-token')
-      .set(asWebsite)
-      .send({ subscription_user_id: user, app_name: 'Budget' });
-    const exchange = await service.http
-      .post('/exchange-public-token')
-      .set(asWebsite)
-      .set('X-Request-Id', 'redaction-run')
-      .send({ public_token: publicToken, subscription_user_id: user, app_name: 'Budget' });
-    const accessToken = exchange.body.accounts[0].access_token as string;
+    const link = await createLinkToken(service, { subscription_user_id: user, app_name: 'Budget' });
+    const exchanged = await exchange(service, {
+      public_token: publicToken,
+      subscription_user_id: user,
+      app_name: 'Budget',
+    }).set('X-Request-Id', 'redaction-run');
+    const accessToken = exchanged.body.accounts[0].access_token as string;
     service.emulator.injectFault({ path: '/link/token/create', status: 500, count: 3 });
-    await service.http
-      .post('/create-link-token')
-      .set(asWebsite)
-      .send({ subscription_user_id: user, app_name: 'Budget', access_token: accessToken });
+    await createLinkToken(service, {
+      subscription_user_id: user,
+      app_name: 'Budget',
+      access_token: accessToken,
+    });
     service.emulator.injectFault({ path: '/item/remove', delay_ms: 1000, count: 3 });
-    await service.http
-      .post('/remove-institution')
-      .set(asWebsite)
-      .send({ subscription_user_id: user, access_token: accessToken });
-    await service.http
-      .post('/exchange-public-token')
-      .set(asWebsite)
-      .send({ public_token: publicToken, subscription_user_id: 'other', app_name: 'x' });
-    await service.http.get('/admin/stats').set(asAdmin);
+    await removeInstitution(service, user, accessToken);
+    await exchange(service, { public_token: publicToken, subscription_user_id: 'other', app_name: 'x' });
+    await adminStats(service);
 
     const everything = service.logs.join('');
     expect(link.status).toBe(200);
-    expect(exchange.status).toBe(200);
+    expect(exchanged.status).toBe(200);
     expect(everything).toContain('redaction-run');
-    expect(everything).toContain('provider call failed');
+    expect(everything).toContain('Plaid call failed');
     for (const secret of [
       INTERNAL_SECRET,
       ADMIN_SECRET,
@@ -76,26 +76,24 @@ describe('request URLs in the log', () => {
 
   it('when a token is sent in the query string of a website or an admin request, then the logged URL names the parameter with its value redacted', async () => {
     const user = uniqueUserId();
-    const exchange = await service.http
-      .post('/exchange-public-token')
-      .set(asWebsite)
-      .send({ public_token: linkPublicToken(service), subscription_user_id: user, app_name: 'Budget' });
-    const accessToken = exchange.body.accounts[0].access_token as string;
+    const exchanged = await exchange(service, {
+      public_token: linkPublicToken(service),
+      subscription_user_id: user,
+      app_name: 'Budget',
+    });
+    const accessToken = exchanged.body.accounts[0].access_token as string;
     const loggedBefore = service.logs.length;
 
-    const link = await service.http
-      .post(`/create-link-token?access_token=${accessToken}&app=web`)
-      .set(asWebsite)
-      .set('X-Request-Id', 'query-token-website')
-      .send({ subscription_user_id: user, app_name: 'Budget' });
-    const stats = await service.http
-      .get(`/admin/stats?ACCESS_TOKEN=${encodeURIComponent(accessToken)}`)
-      .set(asAdmin)
+    const link = await createLinkToken(service, { subscription_user_id: user, app_name: 'Budget' })
+      .query({ access_token: accessToken, app: 'web' })
+      .set('X-Request-Id', 'query-token-website');
+    const stats = await adminStats(service)
+      .query({ ACCESS_TOKEN: accessToken })
       .set('X-Request-Id', 'query-token-admin-stats');
-    const accounts = await service.http
-      .get(`/admin/accounts?subscription_user_id=${accessToken}&limit=5`)
-      .set(asAdmin)
-      .set('X-Request-Id', 'query-token-admin-accounts');
+    const accounts = await listAdminAccounts(service, { subscription_user_id: accessToken, limit: 5 }).set(
+      'X-Request-Id',
+      'query-token-admin-accounts',
+    );
 
     const lines = service.logs.slice(loggedBefore);
     const urlLoggedFor = (requestId: string) =>
@@ -120,18 +118,47 @@ describe('request-scoped logging', () => {
   });
   afterAll(() => service.close());
 
+  it('when a database error is logged, then its constraint is named and its detail with key values is left out', async () => {
+    const itemId = `item-${uniqueUserId()}`;
+    await service.deps.pool.query(
+      `INSERT INTO outbox (kind, reason, provider_item_id, access_token_ciphertext) VALUES ('provider_item_remove', 'institution_removed', $1, 'x')`,
+      [itemId],
+    );
+    const failure = await rejectionOf(
+      service.deps.pool.query(
+        `INSERT INTO outbox (id, kind, reason, provider_item_id, access_token_ciphertext)
+              OVERRIDING SYSTEM VALUE
+              SELECT id, kind, reason, provider_item_id, access_token_ciphertext FROM outbox WHERE provider_item_id = $1`,
+        [itemId],
+      ),
+      DatabaseError,
+    );
+    const lines: string[] = [];
+    const logger = createLogger({
+      level: 'info',
+      destination: { write: (line: string) => void lines.push(line) } as never,
+    });
+
+    logger.error({ err: failure }, 'could not store');
+
+    expect(failure.detail).toMatch(/^Key \(id\)=\(\d+\) already exists/);
+    const logged = JSON.parse(lines[0]!) as { err: Record<string, unknown> };
+    expect(logged.err).toMatchObject({ code: '23505', constraint: 'outbox_pkey', table: 'outbox' });
+    expect(logged.err.detail).toBeUndefined();
+    expect(lines[0]).not.toContain('already exists');
+  });
+
   it('when the provider layer logs while serving a request, then its lines carry that request_id', async () => {
     service.emulator.injectFault({ path: '/link/token/create', status: 500, count: 3 });
     service.logs.length = 0;
 
-    const response = await service.http
-      .post('/create-link-token')
-      .set(asWebsite)
-      .set('X-Request-Id', 'scoped-request-1')
-      .send({ subscription_user_id: uniqueUserId(), app_name: 'Budget' });
+    const response = await createLinkToken(service, {
+      subscription_user_id: uniqueUserId(),
+      app_name: 'Budget',
+    }).set('X-Request-Id', 'scoped-request-1');
 
     const lines = service.logs.map((line) => JSON.parse(line) as { msg: string; request_id?: string });
-    const fromProvider = lines.filter((line) => /retrying provider call|provider call failed/.test(line.msg));
+    const fromProvider = lines.filter((line) => line.msg.startsWith('Plaid call failed'));
     expect(response.status).toBe(502);
     expect(fromProvider.length).toBeGreaterThanOrEqual(2);
     expect(fromProvider.map((line) => line.request_id)).toEqual(fromProvider.map(() => 'scoped-request-1'));
@@ -178,6 +205,14 @@ describe('the logger', () => {
       '/x?q=[REDACTED]&[REDACTED]&flag',
     );
     expect(redactUrl(`/items/${token}?a=%E0%A4%A`)).toBe('/items/[REDACTED]?a=%E0%A4%A');
+  });
+
+  it('when one of the service’s own errors is logged, then its detail, written for people, stays', () => {
+    const serialized = serializeError(
+      new AppError('NOT_FOUND', { detail: 'No such account for this user.' }),
+    );
+
+    expect(serialized).toMatchObject({ code: 'NOT_FOUND', detail: 'No such account for this user.' });
   });
 
   it('when an AxiosError from the SDK is serialized, then its config, headers and body are left out', () => {

@@ -4,10 +4,13 @@ import path from 'node:path';
 import { promisify } from 'node:util';
 import { Client } from 'pg';
 import { MIGRATIONS_DIR, migrateDatabase } from '../src/db/migrate';
-import { CONNECTION_STATUSES } from '../src/connection-status';
-import { EVENT_KINDS } from '../src/event-kinds';
-import { createLogger } from '../src/logger';
-import { createTestDatabase, type TestDatabase } from './support/database';
+import { CONNECTION_STATUSES } from '../src/vocabulary/connection-statuses';
+import { EVENT_KINDS } from '../src/vocabulary/event-kinds';
+import { NOTIFICATION_TYPES } from '../src/vocabulary/notification-types';
+import { REMOVAL_REASONS } from '../src/vocabulary/removal-reasons';
+import { OUTBOX_KINDS } from '../src/repository/outbox-repository';
+import { createLogger } from '../src/observability/logger';
+import { createTestDatabase, describeOnDirectConnection, type TestDatabase } from './support/database';
 
 const run = promisify(execFile);
 const logger = createLogger({ level: 'silent' });
@@ -32,7 +35,9 @@ const migrationFiles = () =>
     .map((file) => file.replace(/\.sql$/, ''))
     .sort();
 
-describe('migrations', () => {
+// Migrations hold a session-level advisory lock: they run over DATABASE_DIRECT_URL, never through a
+// transaction pooler (test/transaction-pooler.test.ts shows that one is refused).
+describeOnDirectConnection('migrations run over the direct connection by design')('migrations', () => {
   let database: TestDatabase;
   beforeEach(async () => {
     database = await createTestDatabase({ empty: true });
@@ -94,41 +99,31 @@ describe('migrations', () => {
 });
 
 describe('the declared lists', () => {
-  it('when the database checks an event kind, then it allows exactly the kinds the code declares', async () => {
-    const database = await createTestDatabase();
-    try {
-      const client = new Client({ connectionString: database.url });
-      await client.connect();
-      const { rows } = await client.query<{ definition: string }>(
-        `SELECT pg_get_constraintdef(oid) AS definition FROM pg_constraint WHERE conname = 'events_kind_check'`,
-      );
-      await client.end();
+  it.each<[string, string, readonly string[]]>([
+    ['an event kind', 'events_kind_check', EVENT_KINDS],
+    ['a connection status', 'connections_status_check', CONNECTION_STATUSES],
+    ['a removal reason', 'outbox_reason_check', REMOVAL_REASONS],
+    ['a notification type', 'outbox_notification_type_check', NOTIFICATION_TYPES],
+    ['an outbox kind', 'outbox_kind_check', OUTBOX_KINDS],
+  ])(
+    'when the database checks %s, then it allows exactly the values the code declares',
+    async (_label, constraint, declared) => {
+      const database = await createTestDatabase();
+      try {
+        const client = new Client({ connectionString: database.url });
+        await client.connect();
+        const { rows } = await client.query<{ definition: string }>(
+          `SELECT pg_get_constraintdef(oid) AS definition FROM pg_constraint WHERE conname = $1`,
+          [constraint],
+        );
+        await client.end();
 
-      const allowed = [...rows[0]!.definition.matchAll(/'([a-z_]+)'::text/g)].map((match) => match[1]);
+        const allowed = [...rows[0]!.definition.matchAll(/'([a-z_.]+)'::text/g)].map((match) => match[1]);
 
-      expect([...allowed].sort()).toEqual([...EVENT_KINDS].sort());
-    } finally {
-      await database.drop();
-    }
-  });
-});
-
-describe('the connection statuses', () => {
-  it('when the database checks a connection status, then it allows exactly the statuses the code declares', async () => {
-    const database = await createTestDatabase();
-    try {
-      const client = new Client({ connectionString: database.url });
-      await client.connect();
-      const { rows } = await client.query<{ definition: string }>(
-        `SELECT pg_get_constraintdef(oid) AS definition FROM pg_constraint WHERE conname = 'connections_status_check'`,
-      );
-      await client.end();
-
-      const allowed = [...rows[0]!.definition.matchAll(/'([a-z_]+)'::text/g)].map((match) => match[1]);
-
-      expect([...allowed].sort()).toEqual([...CONNECTION_STATUSES].sort());
-    } finally {
-      await database.drop();
-    }
-  });
+        expect([...allowed].sort()).toEqual([...declared].sort());
+      } finally {
+        await database.drop();
+      }
+    },
+  );
 });

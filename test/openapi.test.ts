@@ -1,13 +1,51 @@
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
 import Ajv2020 from 'ajv/dist/2020';
 import addFormats from 'ajv-formats';
 import type { Express } from 'express';
 import type { ZodObject } from 'zod';
-import { ENDPOINTS } from '../src/http/endpoints';
+import { ENDPOINTS } from '../src/http/endpoint-list';
+import {
+  LOCAL_SERVER_URL,
+  curlSampleOf,
+  toOpenApiFile,
+  type OpenApiDocument,
+} from '../src/http/openapi-document';
 import { parseInput } from '../src/http/validate';
+import {
+  adminStats,
+  apiReference,
+  apiReferenceScript,
+  call,
+  connectInstitution,
+  connectionStatus,
+  createLinkToken,
+  declaredEndpoints,
+  eachEndpoint,
+  endpointOf,
+  exchange,
+  finishedReconciliation,
+  getAdminConnection,
+  listAdminAccounts,
+  listAdminConnections,
+  listReconciliations,
+  listAdminNotifications,
+  listAdminRemovals,
+  liveness,
+  openApiDocument,
+  postPlaidWebhook,
+  readiness,
+  redeliverNotifications,
+  refreshConnection,
+  removeAccount,
+  removeInstitution,
+  retryDeadRemovals,
+  startReconciliation,
+  withoutSecret,
+} from './support/requests';
 import {
   asAdmin,
   asWebsite,
-  connectInstitution,
   linkPublicToken,
   startService,
   uniqueUserId,
@@ -56,6 +94,7 @@ interface Operation {
     { headers?: Record<string, { required: boolean }>; content: Record<string, Media> }
   >;
   parameters?: { name: string; schema: { example?: unknown } }[];
+  'x-codeSamples'?: { lang: string; label: string; source: string }[];
 }
 
 const pointer = (...parts: string[]) =>
@@ -65,6 +104,7 @@ describe('GET /openapi.json', () => {
   let service: ServiceContext;
   let document: {
     openapi: string;
+    servers: { url: string; description: string }[];
     paths: Record<string, Record<string, Operation>>;
     components: { schemas: Record<string, unknown> };
   };
@@ -84,7 +124,7 @@ describe('GET /openapi.json', () => {
 
   beforeAll(async () => {
     service = await startService();
-    document = (await service.http.get('/openapi.json').set(asWebsite)).body;
+    document = (await openApiDocument(service)).body;
     ajv = new Ajv2020({ strict: false, allErrors: true });
     addFormats(ajv);
     ajv.addSchema(document, 'doc');
@@ -111,7 +151,7 @@ describe('GET /openapi.json', () => {
     expect(new Set(ids).size).toBe(ENDPOINTS.length);
     for (const operation of operations) {
       expect(operation.operationId).toMatch(
-        /^(check|create|exchange|get|list|receive|refresh|remove|retry|start)[A-Z]\w+$/,
+        /^(check|create|exchange|get|list|receive|redeliver|refresh|remove|retry|start)[A-Z]\w+$/,
       );
       expect(operation.tags.length).toBeGreaterThan(0);
       expect(operation.summary).toEqual(expect.any(String));
@@ -136,11 +176,51 @@ describe('GET /openapi.json', () => {
         expect(() => parseInput(endpoint.body!.schema, example.value, 'body')).not.toThrow();
       }
     }
-    for (const parameter of document.paths['/admin/accounts']!.get!.parameters!) {
-      expect(parameter.schema.example).toBeDefined();
-      expect(() =>
-        parseInput(listAccountsQuery(), { [parameter.name]: String(parameter.schema.example) }, 'query'),
-      ).not.toThrow();
+    for (const operationId of ADMIN_LISTS) {
+      for (const parameter of document.paths[endpointOf(operationId).path]!.get!.parameters!) {
+        expect(parameter.schema.example).toBeDefined();
+        expect(() =>
+          parseInput(queryOf(operationId), { [parameter.name]: String(parameter.schema.example) }, 'query'),
+        ).not.toThrow();
+      }
+    }
+  });
+
+  it('when a body names its connection by both, by neither, or with an unknown field, then the document refuses it as the route does', () => {
+    const itemId = 'DWVAAPWq4RHGlEaNyGKRTAnPLaEmo8Cvq7na6';
+    const accessToken = 'access-sandbox-8d7e6f5a-4b3c-4d2e-8f1a-0b9c8d7e6f5a';
+    const user = { subscription_user_id: 'user-42' };
+    const linkUser = { ...user, app_name: 'Budget App' };
+    const cases: [string, Record<string, unknown>, boolean][] = [
+      ['removeInstitution', { ...user, item_id: itemId }, true],
+      ['removeInstitution', { ...user, access_token: accessToken }, true],
+      ['removeInstitution', { ...user, item_id: itemId, access_token: accessToken }, false],
+      ['removeInstitution', user, false],
+      ['refreshConnection', { ...user, item_id: itemId }, true],
+      ['refreshConnection', { ...user, item_id: itemId, access_token: accessToken }, false],
+      ['refreshConnection', user, false],
+      ['createLinkToken', linkUser, true],
+      ['createLinkToken', { ...linkUser, item_id: itemId }, true],
+      ['createLinkToken', { ...linkUser, item_id: itemId, access_token: accessToken }, false],
+      ['createLinkToken', { ...linkUser, accessToken }, false],
+      ['exchangePublicToken', { ...linkUser, public_token: 'public-sandbox-5c0d2a4e-1f3b', extra: 1 }, false],
+    ];
+
+    for (const [operationId, body, valid] of cases) {
+      const endpoint = endpointOf(operationId);
+      const documented = validate(requestSchemaName(endpoint.path), body)!.length === 0;
+      let served = true;
+      try {
+        parseInput(endpoint.body!.schema, body, 'body');
+      } catch {
+        served = false;
+      }
+      expect({ operationId, body, documented, served }).toEqual({
+        operationId,
+        body,
+        documented: valid,
+        served: valid,
+      });
     }
   });
 
@@ -152,32 +232,33 @@ describe('GET /openapi.json', () => {
       subscription_user_id: user,
       app_name: 'Budget',
     };
-    const link = await service.http.post('/create-link-token').set(asWebsite).send(linkBody);
-    const exchanged = await service.http.post('/exchange-public-token').set(asWebsite).send(exchangeBody);
+    const link = await createLinkToken(service, linkBody);
+    const exchanged = await exchange(service, exchangeBody);
     const removeAccountBody = {
       subscription_user_id: user,
-      provider_account_id: exchanged.body.accounts[0].provider_account_id,
+      provider_account_id: exchanged.body.accounts[0].provider_account_id as string,
     };
-    const removedAccount = await service.http.post('/remove-account').set(asWebsite).send(removeAccountBody);
+    const removedAccount = await removeAccount(service, user, removeAccountBody.provider_account_id);
     const other = await connectInstitution(service, user, 'ins_109512');
     const removeInstitutionBody = { subscription_user_id: user, access_token: other.accessToken };
-    const removedInstitution = await service.http
-      .post('/remove-institution')
-      .set(asWebsite)
-      .send(removeInstitutionBody);
-    const accounts = await service.http.get('/admin/accounts').set(asAdmin).query({ limit: 1 });
-    const stats = await service.http.get('/admin/stats').set(asAdmin);
-    const retried = await service.http.post('/admin/removals/retry-dead').set(asAdmin);
-    const reconcile = await service.http.post('/admin/reconcile').set(asAdmin);
-    let reconciliation = await service.http.get(`/admin/reconcile/${reconcile.body.run_id}`).set(asAdmin);
-    for (let poll = 0; poll < 200 && reconciliation.body.state === 'running'; poll += 1) {
-      await new Promise((resolve) => setTimeout(resolve, 25));
-      reconciliation = await service.http.get(`/admin/reconcile/${reconcile.body.run_id}`).set(asAdmin);
-    }
+    const removedInstitution = await removeInstitution(service, user, other.accessToken);
+    await connectInstitution(service, user, 'ins_109509');
+    const accounts = await listAdminAccounts(service, { limit: 1 });
+    const connections = await listAdminConnections(service, { limit: 1 });
+    const itemView = await getAdminConnection(service, exchanged.body.accounts[0].item_id as string);
+    const removedItemView = await getAdminConnection(service, other.itemId);
+    const stats = await adminStats(service);
+    const retried = await retryDeadRemovals(service);
+    const removals = await listAdminRemovals(service, { state: 'done', limit: 1 });
+    const notifications = await listAdminNotifications(service, { state: 'pending' });
+    const redelivered = await redeliverNotifications(service, {});
+    const reconcile = await startReconciliation(service);
+    const reconciliation = await finishedReconciliation(service, reconcile.body.run_id as string);
+    const runs = await listReconciliations(service, { limit: 1 });
     const refreshBody = { subscription_user_id: user, access_token: exchanged.body.accounts[1].access_token };
-    const refreshed = await service.http.post('/refresh-connection').set(asWebsite).send(refreshBody);
+    const refreshed = await refreshConnection(service, refreshBody);
     const statusBody = { subscription_user_id: user };
-    const connectionStatus = await service.http.post('/connection-status').set(asWebsite).send(statusBody);
+    const status = await connectionStatus(service, user);
     const webhookBody = {
       environment: 'sandbox',
       item_id: exchanged.body.accounts[1].item_id,
@@ -186,107 +267,178 @@ describe('GET /openapi.json', () => {
       webhook_type: 'ITEM',
     };
     const rawWebhook = JSON.stringify(webhookBody);
-    const webhook = await service.http
-      .post('/webhooks/plaid')
-      .set('Content-Type', 'application/json')
-      .set('Plaid-Verification', service.emulator.signWebhook(rawWebhook))
-      .send(rawWebhook);
-    const liveness = await service.http.get('/healthz');
-    const readiness = await service.http.get('/readyz');
+    const webhook = await postPlaidWebhook(service, rawWebhook, service.emulator.signWebhook(rawWebhook));
+    const alive = await liveness(service);
+    const ready = await readiness(service);
+    const reference = await apiReference(service);
+    const referenceScript = await apiReferenceScript(service).set(asAdmin);
 
-    const checks: [string, string, unknown, { status: number; body: unknown }, number?][] = [
-      ['/create-link-token', 'post', linkBody, link],
-      ['/exchange-public-token', 'post', exchangeBody, exchanged],
-      ['/remove-account', 'post', removeAccountBody, removedAccount],
-      ['/remove-institution', 'post', removeInstitutionBody, removedInstitution],
-      ['/admin/accounts', 'get', undefined, accounts],
-      ['/admin/stats', 'get', undefined, stats],
-      ['/admin/removals/retry-dead', 'post', {}, retried],
-      ['/admin/reconcile', 'post', undefined, reconcile, 202],
-      ['/admin/reconcile/{run_id}', 'get', undefined, reconciliation],
-      ['/refresh-connection', 'post', refreshBody, refreshed],
-      ['/connection-status', 'post', statusBody, connectionStatus],
-      ['/webhooks/plaid', 'post', webhookBody, webhook],
-      ['/healthz', 'get', undefined, liveness],
-      ['/readyz', 'get', undefined, readiness],
-      ['/openapi.json', 'get', undefined, { status: 200, body: document }],
+    // By operationId, each with the request body it sent (if any) and its answer; the declarations
+    // give the path, method, success status and media type, and every declared endpoint must be here.
+    const checks: [string, unknown, { status: number; body: unknown }][] = [
+      ['createLinkToken', linkBody, link],
+      ['exchangePublicToken', exchangeBody, exchanged],
+      ['removeAccount', removeAccountBody, removedAccount],
+      ['removeInstitution', removeInstitutionBody, removedInstitution],
+      ['listAdminAccounts', undefined, accounts],
+      ['listAdminConnections', undefined, connections],
+      ['getAdminConnection', undefined, itemView],
+      ['listReconciliations', undefined, runs],
+      ['getAdminStats', undefined, stats],
+      ['retryDeadRemovals', {}, retried],
+      ['listAdminRemovals', undefined, removals],
+      ['listAdminNotifications', undefined, notifications],
+      ['redeliverNotifications', {}, redelivered],
+      ['createReconciliation', undefined, reconcile],
+      ['getReconciliation', undefined, reconciliation],
+      ['refreshConnection', refreshBody, refreshed],
+      ['getConnectionStatus', statusBody, status],
+      ['receivePlaidWebhook', webhookBody, webhook],
+      ['checkLiveness', undefined, alive],
+      ['checkReadiness', undefined, ready],
+      ['getOpenApiDocument', undefined, { status: 200, body: document }],
+      ['getApiReference', undefined, { status: reference.status, body: reference.text }],
+      ['getApiReferenceScript', undefined, { status: referenceScript.status, body: referenceScript.text }],
     ];
-    expect(checks.map(([path, method]) => `${method.toUpperCase()} ${path}`).sort()).toEqual(
-      ENDPOINTS.map((endpoint) => `${endpoint.method.toUpperCase()} ${endpoint.path}`).sort(),
+    expect(checks.map(([operationId]) => operationId).sort()).toEqual(
+      ENDPOINTS.map((endpoint) => endpoint.operationId).sort(),
     );
-    for (const [path, method, request, response, status = 200] of checks) {
+    for (const [operationId, request, response] of checks) {
+      const { path, method, response: declared } = endpointOf(operationId);
+      const status = declared.status ?? 200;
+      const type = declared.mediaType;
       expect({ path, status: response.status }).toEqual({ path, status });
       if (request !== undefined) {
         expect({ path, errors: validate(requestSchemaName(path), request) }).toEqual({ path, errors: [] });
       }
-      expect({ path, errors: validateAt(responseSchema(path, method, status), response.body) }).toEqual({
+      expect({
         path,
-        errors: [],
-      });
+        errors: validateAt(responseSchema(path, method, status, type), response.body),
+      }).toEqual({ path, errors: [] });
     }
     expect(accounts.body.next_cursor).toEqual(expect.any(String));
+    expect(connections.body.next_cursor).toEqual(expect.any(String));
+    // A removed connection's view (no connection, its removal done or pending) matches the schema too.
+    const removedPath = endpointOf('getAdminConnection').path;
+    expect(removedItemView.body.connection).toBeNull();
+    expect({
+      errors: validateAt(responseSchema(removedPath, 'get', 200, undefined), removedItemView.body),
+    }).toEqual({ errors: [] });
+  });
+
+  it('when the committed openapi.json is compared with the served document, then they are the same, byte for byte', () => {
+    const committed = readFileSync(path.resolve(__dirname, '..', 'openapi.json'), 'utf8');
+
+    // On a difference, `npm run openapi` writes the served document to the file.
+    expect(committed).toBe(toOpenApiFile(document as unknown as OpenApiDocument));
+  });
+
+  it('when the servers are read, then a generated client gets an absolute URL first, and the reference a same-origin one', () => {
+    const [first, ...others] = document.servers;
+
+    expect(first).toEqual({ url: LOCAL_SERVER_URL, description: expect.any(String), 'x-internal': true });
+    expect(new URL(first!.url).origin).toBe(first!.url);
+    expect(others.map((server) => server.url)).toEqual(['/']);
+  });
+
+  it('when each response example is checked, then the documented schema accepts it', () => {
+    let checked = 0;
+    for (const [path, operations] of Object.entries(document.paths)) {
+      for (const [method, operation] of Object.entries(operations)) {
+        for (const [status, response] of Object.entries(operation.responses)) {
+          for (const [type, media] of Object.entries(response.content ?? {})) {
+            for (const [name, example] of Object.entries(media.examples ?? {})) {
+              const location = pointer('paths', path, method, 'responses', status, 'content', type, 'schema');
+              expect({ path, status, name, errors: validateAt(location, example.value) }).toEqual({
+                path,
+                status,
+                name,
+                errors: [],
+              });
+              checked += 1;
+            }
+          }
+        }
+      }
+    }
+    // Every JSON success response but the document's own carries at least one example.
+    const withoutExamples = ENDPOINTS.filter(
+      (endpoint) => (endpoint.response.mediaType ?? 'application/json') === 'application/json',
+    )
+      .filter((endpoint) => !endpoint.response.examples)
+      .map((endpoint) => endpoint.operationId);
+    expect(withoutExamples).toEqual(['getOpenApiDocument']);
+    expect(checked).toBeGreaterThanOrEqual(ENDPOINTS.length - 3);
+  });
+
+  it('when the operations are read, then each has a curl sample with its method, path, secret header and first body example', () => {
+    const headers = {
+      anyone: undefined,
+      'any-secret': '-H "X-Internal-Secret: $INTERNAL_SECRET"',
+      internal: '-H "X-Internal-Secret: $INTERNAL_SECRET"',
+      admin: '-H "X-Internal-Secret: $ADMIN_SECRET"',
+      'plaid-signature': '-H "Plaid-Verification: $PLAID_VERIFICATION"',
+    } as const;
+
+    for (const endpoint of ENDPOINTS) {
+      const samples = document.paths[endpoint.path]![endpoint.method]!['x-codeSamples']!;
+      const source = curlSampleOf(endpoint);
+      const [example] = Object.values(endpoint.body?.examples ?? {});
+
+      expect(samples).toEqual([{ lang: 'Shell', label: 'curl', source }]);
+      // The URL is quoted for the shell when it carries a query string.
+      expect(source.split(' \\\n  ')[0]).toMatch(
+        new RegExp(
+          `^curl -s( -X POST)? (${LOCAL_SERVER_URL}/\\S+|'${LOCAL_SERVER_URL}/[^'\\s]+\\?[^'\\s]+')$`,
+        ),
+      );
+      const header = headers[endpoint.access];
+      if (header) expect(source).toContain(header);
+      else expect(source).not.toContain(' -H ');
+      if (example) {
+        expect(source).toContain(
+          `-H 'Content-Type: application/json' \\\n  -d '${JSON.stringify(example.value)}'`,
+        );
+      } else {
+        expect(source).not.toContain(' -d ');
+        expect(source.includes(' -X POST ')).toBe(endpoint.method === 'post');
+      }
+    }
+    expect(
+      curlSampleOf(ENDPOINTS.find((endpoint) => endpoint.operationId === 'getReconciliation')!),
+    ).toContain(`${LOCAL_SERVER_URL}/admin/reconcile/3b241101-e2bb-4255-8caf-4136c566a962 `);
   });
 
   it('when the admin export streams NDJSON, then each line is a documented AdminAccount', async () => {
     await connectInstitution(service, uniqueUserId());
 
-    const response = await service.http
-      .get('/admin/accounts')
-      .set(asAdmin)
-      .set('Accept', 'application/x-ndjson')
-      .buffer(true)
-      .parse((res, done) => {
-        let text = '';
-        res.on('data', (chunk: Buffer) => (text += chunk.toString('utf8')));
-        res.on('end', () => done(null, text));
-      });
-    const lines = (response.body as string).trimEnd().split('\n');
+    const response = await listAdminAccounts(service, {}, { accept: 'application/x-ndjson' });
+    const lines = response.text.trimEnd().split('\n');
 
     expect(response.status).toBe(200);
-    expect(document.paths['/admin/accounts']!.get!.responses['200']!.content).toHaveProperty([
-      'application/x-ndjson',
-    ]);
+    expect(
+      document.paths[endpointOf('listAdminAccounts').path]!.get!.responses['200']!.content,
+    ).toHaveProperty(['application/x-ndjson']);
     expect(lines.length).toBeGreaterThan(0);
     for (const line of lines) expect(validate('AdminAccount', JSON.parse(line))).toEqual([]);
   });
 
   it.each([
-    [
-      'a body without its fields',
-      '/remove-account',
-      'post',
-      400,
-      () => service.http.post('/remove-account').set(asWebsite).send({}),
-    ],
+    ['a body without its fields', 'removeAccount', 400, () => call(service, 'removeAccount').send({})],
     [
       'a removal of an unknown account',
-      '/remove-account',
-      'post',
+      'removeAccount',
       404,
-      () =>
-        service.http
-          .post('/remove-account')
-          .set(asWebsite)
-          .send({ subscription_user_id: uniqueUserId(), provider_account_id: 'no-such-account' }),
+      () => removeAccount(service, uniqueUserId(), 'no-such-account'),
     ],
-    [
-      'an admin call with the website secret',
-      '/admin/stats',
-      'get',
-      403,
-      () => service.http.get('/admin/stats').set(asWebsite),
-    ],
-    ['a call without a secret', '/admin/accounts', 'get', 401, () => service.http.get('/admin/accounts')],
-    [
-      'an unknown admin filter',
-      '/admin/accounts',
-      'get',
-      400,
-      () => service.http.get('/admin/accounts').set(asAdmin).query({ sort: 'name' }),
-    ],
+    ['an admin call with the website secret', 'getAdminStats', 403, () => adminStats(service).set(asWebsite)],
+    ['a call without a secret', 'listAdminAccounts', 401, () => withoutSecret(service, 'listAdminAccounts')],
+    ['an unknown admin filter', 'listAdminAccounts', 400, () => listAdminAccounts(service, { sort: 'name' })],
   ] as const)(
     'when %s is refused, then the problem matches the response documented for its status',
-    async (_label, path, method, status, send) => {
+    async (_label, operationId, status, send) => {
+      const { path, method } = endpointOf(operationId);
+
       const response = await send();
 
       expect(response.status).toBe(status);
@@ -296,13 +448,17 @@ describe('GET /openapi.json', () => {
     },
   );
 
-  it.each(['/create-link-token', '/exchange-public-token', '/remove-account', '/remove-institution'])(
+  it.each(
+    eachEndpoint(
+      declaredEndpoints((endpoint) => endpoint.access === 'internal' && endpoint.body?.required === true),
+    ),
+  )(
     'when %s gets an empty body, then the fields it asks for are the ones the document marks required',
-    async (path) => {
+    async (_route, { path, operationId }) => {
       const documented = (document.components.schemas[requestSchemaName(path)] as { required: string[] })
         .required;
 
-      const response = await service.http.post(path).set(asWebsite).send({});
+      const response = await call(service, operationId).send({});
 
       expect(response.status).toBe(400);
       expect(response.body.errors.map((error: { field: string }) => error.field).sort()).toEqual(
@@ -312,22 +468,39 @@ describe('GET /openapi.json', () => {
   );
 
   it('when the admin list parameters are read, then every query parameter the route accepts is documented', () => {
-    const parameters = document.paths['/admin/accounts']!.get!.parameters!.map(
-      (parameter) => parameter.name,
-    ).sort();
+    const parametersOf = (operationId: string) =>
+      document.paths[endpointOf(operationId).path]!.get!.parameters!.map(
+        (parameter) => parameter.name,
+      ).sort();
 
-    expect(parameters).toEqual(Object.keys(listAccountsQuery().shape).sort());
-    expect(parameters).toEqual([
+    for (const operationId of ADMIN_LISTS) {
+      expect(parametersOf(operationId)).toEqual(Object.keys(queryOf(operationId).shape).sort());
+    }
+    expect(parametersOf('listAdminAccounts')).toEqual([
       'app_name',
       'created_after',
       'created_before',
       'cursor',
       'institution_id',
+      'item_id',
       'limit',
+      'provider_account_id',
       'status',
       'subscription_user_id',
       'type',
     ]);
+    expect(parametersOf('listAdminConnections')).toEqual([
+      'app_name',
+      'created_after',
+      'created_before',
+      'cursor',
+      'institution_id',
+      'item_id',
+      'limit',
+      'status',
+      'subscription_user_id',
+    ]);
+    expect(parametersOf('listReconciliations')).toEqual(['cursor', 'limit']);
   });
 
   it('when a response is rate limited, then its 429 declares Retry-After and the RateLimit headers', () => {
@@ -347,9 +520,16 @@ describe('GET /openapi.json', () => {
       'createLinkToken',
       'createReconciliation',
       'exchangePublicToken',
+      'getAdminConnection',
       'getAdminStats',
       'getReconciliation',
       'listAdminAccounts',
+      'listAdminConnections',
+      'listAdminNotifications',
+      'listAdminRemovals',
+      'listReconciliations',
+      'receivePlaidWebhook',
+      'redeliverNotifications',
       'refreshConnection',
       'removeAccount',
       'removeInstitution',
@@ -358,7 +538,9 @@ describe('GET /openapi.json', () => {
   });
 });
 
-function listAccountsQuery(): ZodObject {
-  const endpoint = ENDPOINTS.find((candidate) => candidate.operationId === 'listAdminAccounts')!;
-  return endpoint.query!.schema as ZodObject;
+/** The admin lists that take a query: their parameters are documented and their examples parse. */
+const ADMIN_LISTS = ['listAdminAccounts', 'listAdminConnections', 'listReconciliations'];
+
+function queryOf(operationId: string): ZodObject {
+  return endpointOf(operationId).query!.schema as ZodObject;
 }

@@ -1,23 +1,16 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { PlaidEmulator } from '../src/emulator/plaid-emulator';
-import { createLogger } from '../src/logger';
+import { createLogger } from '../src/observability/logger';
 import { PlaidProvider, type PlaidProviderOptions } from '../src/provider/plaid-provider';
 import { ERROR_REGISTRY } from '../src/errors';
 import { ProviderError } from '../src/provider/provider-error';
 import { createWebhookVerifier, WebhookVerificationError } from '../src/provider/webhook-verifier';
+import { rejectionOf } from './support/rejection';
 
 const logger = createLogger({ level: 'silent' });
 
-async function failureOf(call: Promise<unknown>): Promise<ProviderError> {
-  try {
-    await call;
-  } catch (error) {
-    if (error instanceof ProviderError) return error;
-    throw error;
-  }
-  throw new Error('expected the call to fail');
-}
+const failureOf = (call: Promise<unknown>) => rejectionOf(call, ProviderError);
 
 describe('the Plaid provider wrapper', () => {
   let emulator: PlaidEmulator;
@@ -96,7 +89,7 @@ describe('the Plaid provider wrapper', () => {
     });
     expect(fetchedItem.itemId).toBe(itemId);
     expect(accounts[3]).toEqual({
-      accountId: expect.any(String),
+      providerAccountId: expect.any(String),
       name: 'Plaid Credit Card',
       officialName: 'Plaid Diamond 12.5% APR Interest Credit Card',
       mask: '3333',
@@ -179,6 +172,40 @@ describe('the Plaid provider wrapper', () => {
     expect(ERROR_REGISTRY[failure.code].status).toBe(status);
   });
 
+  it('when an institution’s name is asked for again, or by several calls at once, then Plaid is asked once; a failure is not kept, and the name is asked again once its time is up', async () => {
+    const provider = providerWith({ maxAttempts: 1, institutionNames: { max: 10, ttlMs: 500 } });
+    emulator.injectFault({ path: '/institutions/get_by_id', status: 500 });
+
+    const failure = await failureOf(provider.getInstitutionName('ins_109508'));
+    const together = await Promise.all([1, 2, 3].map(() => provider.getInstitutionName('ins_109508')));
+    const again = await provider.getInstitutionName('ins_109508');
+    const other = await provider.getInstitutionName('ins_109509');
+    const askedBeforeExpiry = emulator.calls('/institutions/get_by_id').map((call) => call.status);
+    await new Promise((resolve) => setTimeout(resolve, 600));
+    const afterExpiry = await provider.getInstitutionName('ins_109508');
+
+    expect(failure.code).toBe('PROVIDER_ERROR');
+    expect(together).toEqual(Array(3).fill('First Platypus Bank'));
+    expect(again).toBe('First Platypus Bank');
+    expect(other).toBe('First Gingham Credit Union');
+    expect(askedBeforeExpiry).toEqual([500, 200, 200]);
+    expect(afterExpiry).toBe('First Platypus Bank');
+    expect(emulator.calls('/institutions/get_by_id')).toHaveLength(4);
+  });
+
+  it('when more institutions are asked for than the cache holds, then the least recently used name is asked again', async () => {
+    const provider = providerWith({ institutionNames: { max: 1, ttlMs: 60_000 } });
+
+    for (const institutionId of ['ins_109508', 'ins_109509', 'ins_109508'])
+      await provider.getInstitutionName(institutionId);
+
+    expect(emulator.calls('/institutions/get_by_id').map((call) => call.body)).toEqual([
+      expect.objectContaining({ institution_id: 'ins_109508' }),
+      expect.objectContaining({ institution_id: 'ins_109509' }),
+      expect.objectContaining({ institution_id: 'ins_109508' }),
+    ]);
+  });
+
   it('when a call takes longer than the timeout, then 504 well before the delay ends', async () => {
     const provider = providerWith({ timeoutMs: 200, maxAttempts: 1 });
     emulator.injectFault({ path: '/institutions/get_by_id', delay_ms: 3_000 });
@@ -232,15 +259,57 @@ describe('the Plaid provider wrapper', () => {
     expect(emulator.calls('/item/public_token/exchange')).toHaveLength(2);
   });
 
-  it('when Plaid sends Retry-After with a 429, then the retry waits at least that long', async () => {
+  it('when Plaid answers 429 with Retry-After, then the call fails at once with 429 PROVIDER_RATE_LIMITED and Plaid’s Retry-After, asked once', async () => {
     const provider = providerWith({ retryMaxDelayMs: 5_000 });
-    emulator.injectFault({ path: '/institutions/get_by_id', status: 429, headers: { 'Retry-After': '1' } });
+    emulator.injectFault({ path: '/institutions/get_by_id', status: 429, headers: { 'Retry-After': '2' } });
     const started = Date.now();
 
-    await provider.getInstitutionName('ins_109508');
+    const failure = await failureOf(provider.getInstitutionName('ins_109508'));
 
-    expect(Date.now() - started).toBeGreaterThanOrEqual(950);
-    expect(emulator.calls('/institutions/get_by_id').map((call) => call.status)).toEqual([429, 200]);
+    expect(failure).toMatchObject({
+      kind: 'rate_limited',
+      code: 'PROVIDER_RATE_LIMITED',
+      retryAfterSeconds: 2,
+    });
+    expect(ERROR_REGISTRY[failure.code].status).toBe(429);
+    expect(Date.now() - started).toBeLessThan(1_000);
+    expect(emulator.calls('/institutions/get_by_id').map((call) => call.status)).toEqual([429]);
+  });
+
+  it('when Plaid answers 429 again and again, then the breaker never opens: each call reaches Plaid and answers 429', async () => {
+    const provider = providerWith({ breakerThreshold: 2, breakerHalfOpenAfterMs: 60_000 });
+    emulator.injectFault({ path: '/institutions/get_by_id', status: 429, count: 4 });
+
+    const failures = [];
+    for (let call = 0; call < 4; call += 1)
+      failures.push(await failureOf(provider.getInstitutionName('ins_109508')));
+    const afterwards = await provider.getInstitutionName('ins_109508');
+
+    expect(failures.map((failure) => failure.code)).toEqual(Array(4).fill('PROVIDER_RATE_LIMITED'));
+    expect(afterwards).toBe('First Platypus Bank');
+    expect(emulator.calls('/institutions/get_by_id').map((call) => call.status)).toEqual([
+      429, 429, 429, 429, 200,
+    ]);
+  });
+
+  it('when a timeout is the failure that opens the breaker, then that call answers 504, and only calls refused by the open breaker answer 503', async () => {
+    const provider = providerWith({
+      timeoutMs: 200,
+      maxAttempts: 3,
+      breakerThreshold: 2,
+      breakerHalfOpenAfterMs: 60_000,
+    });
+    emulator.injectFault({ path: '/institutions/get_by_id', delay_ms: 1_000, count: 3 });
+
+    const opening = await failureOf(provider.getInstitutionName('ins_109508'));
+    emulator.clearCalls();
+    const refused = await failureOf(provider.getInstitutionName('ins_109508'));
+
+    expect(opening).toMatchObject({ kind: 'timeout', code: 'PROVIDER_TIMEOUT' });
+    expect(ERROR_REGISTRY[opening.code].status).toBe(504);
+    expect(refused).toMatchObject({ kind: 'unavailable', code: 'PROVIDER_UNAVAILABLE' });
+    expect(ERROR_REGISTRY[refused.code].status).toBe(503);
+    expect(emulator.calls()).toHaveLength(0);
   });
 
   it('when Plaid keeps failing, then the breaker opens and calls fail at once with 503 without reaching Plaid', async () => {
@@ -373,7 +442,10 @@ describe('the Plaid provider wrapper', () => {
       await emulator.flushWebhooks();
       const verified = await verifier.verify(received[0]!.body, received[0]!.header);
       const tampered = Buffer.from(received[0]!.body.toString().replace(itemId, `${itemId}x`));
-      const refusal = await verifier.verify(tampered, received[0]!.header).catch((error: unknown) => error);
+      const refusal = await rejectionOf(
+        verifier.verify(tampered, received[0]!.header),
+        WebhookVerificationError,
+      );
 
       expect(item).toMatchObject({ itemId, webhook: receiverUrl, errorCode: null });
       expect((await provider.getItem(accessToken)).webhook).toBe(receiverUrl);
@@ -388,7 +460,7 @@ describe('the Plaid provider wrapper', () => {
         item_id: itemId,
       });
       expect(refusal).toBeInstanceOf(WebhookVerificationError);
-      expect((refusal as WebhookVerificationError).reason).toBe('body_mismatch');
+      expect(refusal.reason).toBe('body_mismatch');
     } finally {
       await new Promise((resolve) => receiver.close(resolve));
     }

@@ -1,5 +1,6 @@
-import { FIELD_ERROR_LIMITS, MAX_DETAIL_LENGTH } from '../src/http/schemas';
-import { asAdmin, asWebsite, problemShape, startService, type ServiceContext } from './support/service';
+import { FIELD_ERROR_LIMITS, MAX_DETAIL_LENGTH } from '../src/http/schemas/common-schemas';
+import { request, retryDeadRemovals } from './support/requests';
+import { asWebsite, problemShape, startService, type ServiceContext } from './support/service';
 
 describe('the limits a problem declares', () => {
   let service: ServiceContext;
@@ -11,7 +12,7 @@ describe('the limits a problem declares', () => {
   it('when a body has more bad fields than a problem lists, then it names the first 100', async () => {
     const unknownFields = Object.fromEntries(Array.from({ length: 150 }, (_, i) => [`field_${i}`, i]));
 
-    const response = await service.http.post('/admin/removals/retry-dead').set(asAdmin).send(unknownFields);
+    const response = await retryDeadRemovals(service, unknownFields);
 
     expect(response.status).toBe(400);
     expect(response.body).toEqual({
@@ -21,25 +22,22 @@ describe('the limits a problem declares', () => {
       errors: expect.any(Array),
     });
     expect(response.body.errors).toHaveLength(FIELD_ERROR_LIMITS.count);
-    expect(response.body.errors[0]).toEqual({ field: 'field_0', message: 'is not a known parameter' });
+    expect(response.body.errors[0]).toEqual({ field: 'field_0', message: 'is not a known field' });
   });
 
   it('when a field name is longer than a problem carries, then it is cut, marked with an ellipsis', async () => {
     const longKey = `k${'x'.repeat(3_000)}`;
 
-    const response = await service.http
-      .post('/admin/removals/retry-dead')
-      .set(asAdmin)
-      .send({ [longKey]: 1 });
+    const response = await retryDeadRemovals(service, { [longKey]: 1 });
 
     expect(response.status).toBe(400);
     expect(response.body.errors).toEqual([
-      { field: `${longKey.slice(0, FIELD_ERROR_LIMITS.field - 1)}…`, message: 'is not a known parameter' },
+      { field: `${longKey.slice(0, FIELD_ERROR_LIMITS.field - 1)}…`, message: 'is not a known field' },
     ]);
   });
 
   it('when an unknown path is very long, then the 404 detail stays within its declared length', async () => {
-    const response = await service.http.get(`/${'a'.repeat(8_000)}`).set(asWebsite);
+    const response = await request(service, 'get', `/${'a'.repeat(8_000)}`).set(asWebsite);
 
     expect(response.status).toBe(404);
     expect(response.body).toEqual({ ...problemShape, status: 404, code: 'NOT_FOUND' });

@@ -3,6 +3,7 @@ import { randomBytes } from 'node:crypto';
 import path from 'node:path';
 import { createTestDatabase, type TestDatabase } from './support/database';
 import { reachableTempDir as reachableDir, removeTempDirs, startMainProcess } from './support/main-process';
+import { fetchEndpoint } from './support/requests';
 
 const MAIN = path.resolve(__dirname, '..', 'dist', 'main.js');
 
@@ -34,19 +35,19 @@ describe('graceful shutdown', () => {
       });
       await fetch(`${started.emulatorUrl!}/__emulator/faults`, {
         method: 'POST',
+        headers: { 'Content-Type': 'application/json' },
         body: JSON.stringify({ path: '/link/token/create', delay_ms: 1500 }),
       });
       // The request also writes an event after Plaid answers: the database must outlive it.
 
-      const inFlight = fetch(`${started.serviceUrl}/create-link-token`, {
-        method: 'POST',
-        headers: { 'Content-Type': 'application/json', 'X-Internal-Secret': secret },
-        body: JSON.stringify({ subscription_user_id: 'user-1', app_name: 'Budget App' }),
+      const inFlight = fetchEndpoint(started.serviceUrl, 'createLinkToken', {
+        secret,
+        body: { subscription_user_id: 'user-1', app_name: 'Budget App' },
       });
       await new Promise((resolve) => setTimeout(resolve, 400));
       started.child.kill('SIGTERM');
       await new Promise((resolve) => setTimeout(resolve, 200));
-      const late = await fetch(`${started.serviceUrl}/healthz`).then(
+      const late = await fetchEndpoint(started.serviceUrl, 'checkLiveness').then(
         (response) => response.status,
         () => 'refused',
       );

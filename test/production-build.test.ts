@@ -1,8 +1,9 @@
 import { randomBytes } from 'node:crypto';
-import { cpSync, mkdtempSync, rmSync } from 'node:fs';
+import { cpSync, existsSync, mkdtempSync, rmSync } from 'node:fs';
 import path from 'node:path';
 import { createTestDatabase, type TestDatabase } from './support/database';
 import { startMainProcess } from './support/main-process';
+import { fetchEndpoint } from './support/requests';
 
 const ROOT = path.resolve(__dirname, '..');
 const secret = () => randomBytes(32).toString('hex');
@@ -13,11 +14,14 @@ describe('the production build', () => {
   let copy: string;
   beforeAll(async () => {
     database = await createTestDatabase();
-    // What the Dockerfile ships: dist/ without dist/dev, beside migrations/ (node_modules from the repo).
+    // What the Dockerfile ships: dist/ without dist/dev and dist/emulator, beside migrations/
+    // (node_modules from the repo).
     copy = mkdtempSync(path.join(ROOT, '.production-build-'));
+    const leftOut = ['dev', 'emulator'].map((folder) => path.join(ROOT, 'dist', folder));
     cpSync(path.join(ROOT, 'dist'), path.join(copy, 'dist'), {
       recursive: true,
-      filter: (source) => !source.startsWith(path.join(ROOT, 'dist', 'dev')),
+      filter: (source) =>
+        !leftOut.some((folder) => source === folder || source.startsWith(`${folder}${path.sep}`)),
     });
     cpSync(path.join(ROOT, 'migrations'), path.join(copy, 'migrations'), { recursive: true });
   });
@@ -26,7 +30,10 @@ describe('the production build', () => {
     await database.drop();
   });
 
-  it('when it starts in production without the development modules, then it serves and stops cleanly', async () => {
+  it('when it starts in production without the development modules and the emulator, then it serves and stops cleanly', async () => {
+    expect(existsSync(path.join(copy, 'dist', 'dev'))).toBe(false);
+    expect(existsSync(path.join(copy, 'dist', 'emulator'))).toBe(false);
+
     const service = await startMainProcess(
       {
         NODE_ENV: 'production',
@@ -44,12 +51,12 @@ describe('the production build', () => {
       path.join(copy, 'dist', 'main.js'),
     );
 
-    const ready = await fetch(`${service.serviceUrl}/readyz`);
+    const ready = await fetchEndpoint(service.serviceUrl, 'checkReadiness');
     service.child.kill('SIGTERM');
     const exitCode = await service.exited;
 
     expect(ready.status).toBe(200);
     expect(exitCode).toBe(0);
-    expect(service.output.join('\n')).not.toMatch(/Cannot find module|dev\/local-secrets|embedded/);
+    expect(service.output.join('\n')).not.toMatch(/Cannot find module|dev\/local-secrets|embedded|emulator/);
   });
 });

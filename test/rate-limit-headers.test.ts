@@ -1,12 +1,12 @@
 import type { Response } from 'supertest';
 import {
-  asAdmin,
-  asWebsite,
-  problemShape,
-  startService,
-  uniqueUserId,
-  type ServiceContext,
-} from './support/service';
+  adminStats,
+  createLinkToken,
+  listAdminAccounts,
+  liveness,
+  openApiDocument,
+} from './support/requests';
+import { asWebsite, problemShape, startService, uniqueUserId, type ServiceContext } from './support/service';
 
 /** The RateLimit headers of a response, as numbers; undefined where a header is missing. */
 function rateLimitOf(response: Response) {
@@ -32,10 +32,7 @@ describe('RateLimit headers', () => {
   afterAll(() => service.close());
 
   const askLinkToken = (subscriptionUserId: string) =>
-    service.http
-      .post('/create-link-token')
-      .set(asWebsite)
-      .send({ subscription_user_id: subscriptionUserId, app_name: 'Budget App' });
+    createLinkToken(service, { subscription_user_id: subscriptionUserId, app_name: 'Budget App' });
 
   it('when a user goes over their own limit, then the 429 names that limit, none left, and the reset as Retry-After', async () => {
     const user = uniqueUserId();
@@ -64,10 +61,7 @@ describe('RateLimit headers', () => {
     const shared = await startService({ env: { RATE_LIMIT_TOTAL_PER_MINUTE: '2' } });
     try {
       const ask = (subscriptionUserId: string) =>
-        shared.http
-          .post('/create-link-token')
-          .set(asWebsite)
-          .send({ subscription_user_id: subscriptionUserId, app_name: 'Budget App' });
+        createLinkToken(shared, { subscription_user_id: subscriptionUserId, app_name: 'Budget App' });
       const allowed = [await ask(uniqueUserId('minted')), await ask(uniqueUserId('minted'))];
 
       const refused = await ask(uniqueUserId('minted'));
@@ -87,12 +81,12 @@ describe('RateLimit headers', () => {
 
   it('when an admin secret is counted, then every answer says what is left, and the 429 says when it resets', async () => {
     const allowed = [
-      await service.http.get('/admin/stats').set(asAdmin),
-      await service.http.get('/admin/accounts').set(asAdmin).query({ limit: 1 }),
-      await service.http.get('/admin/accounts').set(asAdmin).query({ bogus: 'x' }),
+      await adminStats(service),
+      await listAdminAccounts(service, { limit: 1 }),
+      await listAdminAccounts(service, { bogus: 'x' }),
     ];
 
-    const refused = await service.http.get('/admin/stats').set(asAdmin);
+    const refused = await adminStats(service);
 
     expect(allowed.map((response) => response.status)).toEqual([200, 200, 400]);
     expect(allowed.map((response) => [rateLimitOf(response).limit, rateLimitOf(response).remaining])).toEqual(
@@ -117,9 +111,9 @@ describe('RateLimit headers', () => {
 
   it('when a route no limit counts answers, then it carries no RateLimit headers', async () => {
     const responses = [
-      await service.http.get('/healthz'),
-      await service.http.get('/openapi.json').set(asWebsite),
-      await service.http.get('/admin/stats').set(asWebsite),
+      await liveness(service),
+      await openApiDocument(service),
+      await adminStats(service).set(asWebsite),
     ];
 
     expect(responses.map((response) => response.status)).toEqual([200, 200, 403]);

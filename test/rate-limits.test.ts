@@ -1,7 +1,6 @@
 import { createHash } from 'node:crypto';
+import { connectInstitution, createLinkToken, exchange, removeAccount } from './support/requests';
 import {
-  asWebsite,
-  connectInstitution,
   linkPublicToken,
   problemShape,
   startService,
@@ -25,10 +24,7 @@ describe('per-user rate limits', () => {
   it('when a user asks for an 11th link token within a minute, then 429 with Retry-After, and another user is unaffected', async () => {
     const user = uniqueUserId();
     const ask = (subscriptionUserId: string) =>
-      service.http
-        .post('/create-link-token')
-        .set(asWebsite)
-        .send({ subscription_user_id: subscriptionUserId, app_name: 'A' });
+      createLinkToken(service, { subscription_user_id: subscriptionUserId, app_name: 'A' });
     for (let i = 0; i < 10; i += 1) expect((await ask(user)).status).toBe(200);
     service.emulator.clearCalls();
 
@@ -45,11 +41,7 @@ describe('per-user rate limits', () => {
 
   it('when a user sends many link-token requests at once, then exactly their limit is let through, and Plaid sees only those', async () => {
     const user = uniqueUserId();
-    const ask = () =>
-      service.http
-        .post('/create-link-token')
-        .set(asWebsite)
-        .send({ subscription_user_id: user, app_name: 'A' });
+    const ask = () => createLinkToken(service, { subscription_user_id: user, app_name: 'A' });
     service.emulator.clearCalls();
 
     const responses = await Promise.all(Array.from({ length: 16 }, ask));
@@ -74,26 +66,25 @@ describe('per-user rate limits', () => {
       linkPublicToken(service, id),
     );
     for (const publicToken of tokens) {
-      const response = await service.http
-        .post('/exchange-public-token')
-        .set(asWebsite)
-        .send({ public_token: publicToken, subscription_user_id: user, app_name: 'A' });
-      expect(response.status).toBe(200);
-    }
-    const replay = await service.http
-      .post('/exchange-public-token')
-      .set(asWebsite)
-      .send({ public_token: tokens[0], subscription_user_id: user, app_name: 'A' });
-    service.emulator.clearCalls();
-
-    const limited = await service.http
-      .post('/exchange-public-token')
-      .set(asWebsite)
-      .send({
-        public_token: linkPublicToken(service, 'ins_130016'),
+      const response = await exchange(service, {
+        public_token: publicToken,
         subscription_user_id: user,
         app_name: 'A',
       });
+      expect(response.status).toBe(200);
+    }
+    const replay = await exchange(service, {
+      public_token: tokens[0],
+      subscription_user_id: user,
+      app_name: 'A',
+    });
+    service.emulator.clearCalls();
+
+    const limited = await exchange(service, {
+      public_token: linkPublicToken(service, 'ins_130016'),
+      subscription_user_id: user,
+      app_name: 'A',
+    });
 
     expect(replay.status).toBe(200);
     expect(limited.status).toBe(429);
@@ -103,11 +94,7 @@ describe('per-user rate limits', () => {
   it('when a user makes a 4th removal within a minute, then 429 and the account stays', async () => {
     const user = uniqueUserId();
     const { accountIds } = await connectInstitution(service, user);
-    const remove = (accountId: string) =>
-      service.http
-        .post('/remove-account')
-        .set(asWebsite)
-        .send({ subscription_user_id: user, provider_account_id: accountId });
+    const remove = (accountId: string) => removeAccount(service, user, accountId);
     for (const accountId of accountIds.slice(0, 3)) expect((await remove(accountId)).status).toBe(200);
 
     const limited = await remove(accountIds[3]!);
@@ -132,10 +119,7 @@ describe('service-wide rate limit', () => {
   };
   afterAll(() => Promise.all(services.map((service) => service.close())));
   const askLinkToken = (service: ServiceContext, subscriptionUserId: string) =>
-    service.http
-      .post('/create-link-token')
-      .set(asWebsite)
-      .send({ subscription_user_id: subscriptionUserId, app_name: 'A' });
+    createLinkToken(service, { subscription_user_id: subscriptionUserId, app_name: 'A' });
   const userKey = (subscriptionUserId: string) =>
     `link_token:${createHash('sha256').update(subscriptionUserId).digest('hex')}`;
 
@@ -145,10 +129,11 @@ describe('service-wide rate limit', () => {
     for (const user of users.slice(0, 5)) expect((await askLinkToken(service, user)).status).toBe(200);
 
     const limited = await askLinkToken(service, users[5]!);
-    const exchange = await service.http
-      .post('/exchange-public-token')
-      .set(asWebsite)
-      .send({ public_token: linkPublicToken(service), subscription_user_id: users[5], app_name: 'A' });
+    const exchanged = await exchange(service, {
+      public_token: linkPublicToken(service),
+      subscription_user_id: users[5],
+      app_name: 'A',
+    });
 
     expect(limited.status).toBe(429);
     expect(limited.body).toEqual({
@@ -161,7 +146,7 @@ describe('service-wide rate limit', () => {
     expect(Number(limited.headers['retry-after'])).toBeLessThanOrEqual(60);
     expect(service.emulator.calls('/link/token/create')).toHaveLength(5);
     // Each action has its own ceiling.
-    expect(exchange.status).toBe(200);
+    expect(exchanged.status).toBe(200);
     // The refused request did not spend the user's own budget.
     const { rows } = await service.deps.pool.query(
       `SELECT key, points FROM rate_limits WHERE key = ANY($1)`,

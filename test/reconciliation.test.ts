@@ -3,11 +3,22 @@ import { randomUUID } from 'node:crypto';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { plaidClient } from './support/plaid-client';
+import { rejectionOf } from './support/rejection';
+import {
+  connectInstitution,
+  endpointOf,
+  finishedReconciliation,
+  getReconciliation,
+  listAdminAccounts,
+  listReconciliations,
+  pathOf,
+  request,
+  startReconciliation,
+} from './support/requests';
 import {
   PLAID_SECRET,
   asAdmin,
   asWebsite,
-  connectInstitution,
   problemShape,
   rowsOf,
   startService,
@@ -20,28 +31,11 @@ const RECONCILE_SCRIPT = path.join(__dirname, '..', 'dist', 'cli', 'reconcile.js
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
-/** Polls the run until it is no longer running; bounded, so a run that never ends fails the test. */
-async function waitForRun(service: ServiceContext, runId: string) {
-  for (let poll = 0; poll < 400; poll += 1) {
-    const response = await service.http.get(`/admin/reconcile/${runId}`).set(asAdmin);
-    if (response.body.state !== 'running') return response;
-    await sleep(25);
-  }
-  throw new Error(`reconciliation run ${runId} did not finish`);
-}
-
-const startRun = (service: ServiceContext) => service.http.post('/admin/reconcile').set(asAdmin);
-
 /** Connects a user, returning what the tests need to find the connection again. */
 async function connectUser(service: ServiceContext) {
   const user = uniqueUserId();
-  const { accessToken } = await connectInstitution(service, user);
-  const [row] = await rowsOf(
-    service,
-    `SELECT provider_item_id FROM connections WHERE subscription_user_id = $1`,
-    [user],
-  );
-  return { user, accessToken, itemId: row!.provider_item_id as string };
+  const { accessToken, itemId } = await connectInstitution(service, user);
+  return { user, accessToken, itemId };
 }
 
 const connectionHealth = (service: ServiceContext) =>
@@ -94,8 +88,8 @@ describe('reconciliation', () => {
     await plaid.sandboxItemResetLogin({ access_token: loginRequired!.accessToken });
     service.emulator.clearCalls();
 
-    const started = await startRun(service);
-    const finished = await waitForRun(service, started.body.run_id);
+    const started = await startReconciliation(service);
+    const finished = await finishedReconciliation(service, started.body.run_id);
 
     expect(started.status).toBe(202);
     expect(started.body).toEqual({ run_id: expect.stringMatching(UUID) });
@@ -182,9 +176,9 @@ describe('reconciliation', () => {
     await plaidClient(service.emulator.url, { clientId: 'test-client', secret: PLAID_SECRET }).itemRemove({
       access_token: removed.accessToken,
     });
-    await waitForRun(service, (await startRun(service)).body.run_id);
+    await finishedReconciliation(service, (await startReconciliation(service)).body.run_id);
 
-    const again = await waitForRun(service, (await startRun(service)).body.run_id);
+    const again = await finishedReconciliation(service, (await startReconciliation(service)).body.run_id);
 
     expect(again.body).toMatchObject({ state: 'done', total: 1, checked: 1, differences: [] });
     expect(await statusEvents(service)).toHaveLength(1);
@@ -218,7 +212,7 @@ describe('reconciliation', () => {
       [withNewAccounts.user],
     );
 
-    const finished = await waitForRun(service, (await startRun(service)).body.run_id);
+    const finished = await finishedReconciliation(service, (await startReconciliation(service)).body.run_id);
 
     expect(finished.body).toMatchObject({
       state: 'done',
@@ -276,7 +270,7 @@ describe('reconciliation', () => {
       error: { error_type: 'API_ERROR', error_code: 'INTERNAL_SERVER_ERROR' },
     });
 
-    const finished = await waitForRun(service, (await startRun(service)).body.run_id);
+    const finished = await finishedReconciliation(service, (await startReconciliation(service)).body.run_id);
 
     expect(finished.body).toMatchObject({
       state: 'done',
@@ -302,11 +296,11 @@ describe('reconciliation', () => {
     // Plaid answers slowly: the run is still on its first Item when the second request comes.
     service.emulator.injectFault({ path: '/item/get', delay_ms: 1_000 });
 
-    const first = await startRun(service);
-    const second = await startRun(service);
-    const firstFinished = await waitForRun(service, first.body.run_id);
-    const third = await startRun(service);
-    const thirdFinished = await waitForRun(service, third.body.run_id);
+    const first = await startReconciliation(service);
+    const second = await startReconciliation(service);
+    const firstFinished = await finishedReconciliation(service, first.body.run_id);
+    const third = await startReconciliation(service);
+    const thirdFinished = await finishedReconciliation(service, third.body.run_id);
 
     expect(first.status).toBe(202);
     expect(second.status).toBe(409);
@@ -327,15 +321,15 @@ describe('reconciliation', () => {
     await connectUser(service);
     const otherRun = await insertRunningRun(service, '5 seconds');
 
-    const refused = await startRun(service);
+    const refused = await startReconciliation(service);
     await rowsOf(
       service,
       `UPDATE reconciliation_runs SET heartbeat_at = now() - interval '3 minutes' WHERE id = $1`,
       [otherRun],
     );
-    const started = await startRun(service);
-    const finished = await waitForRun(service, started.body.run_id);
-    const old = await service.http.get(`/admin/reconcile/${otherRun}`).set(asAdmin);
+    const started = await startReconciliation(service);
+    const finished = await finishedReconciliation(service, started.body.run_id);
+    const old = await getReconciliation(service, otherRun);
 
     expect(refused.status).toBe(409);
     expect(refused.body.detail).toContain(otherRun);
@@ -352,7 +346,7 @@ describe('reconciliation', () => {
   it('when a running run’s instance stopped heart-beating, then GET reports it failed', async () => {
     const staleRun = await insertRunningRun(service, '3 minutes');
 
-    const response = await service.http.get(`/admin/reconcile/${staleRun}`).set(asAdmin);
+    const response = await getReconciliation(service, staleRun);
 
     expect(response.status).toBe(200);
     expect(response.body).toMatchObject({ state: 'failed', finished_at: expect.any(String) });
@@ -363,7 +357,7 @@ describe('reconciliation', () => {
     await connectUser(service);
     await connectUser(service);
     service.emulator.injectFault({ path: '/item/get', delay_ms: 500 });
-    const started = await startRun(service);
+    const started = await startReconciliation(service);
     await sleep(100);
 
     await service.deps.reconciliation.stop();
@@ -388,7 +382,7 @@ describe('reconciliation', () => {
     service.emulator.clearCalls();
     service.emulator.injectFault({ path: '/item/get', delay_ms: 150, count: 6 });
 
-    const started = await startRun(service);
+    const started = await startReconciliation(service);
     let mostInFlight = 0;
     for (let poll = 0; poll < 800; poll += 1) {
       const calls = service.emulator.calls('/item/get');
@@ -396,7 +390,7 @@ describe('reconciliation', () => {
       if (calls.length === 6 && calls.every((call) => call.status !== 0)) break;
       await sleep(5);
     }
-    const finished = await waitForRun(service, started.body.run_id);
+    const finished = await finishedReconciliation(service, started.body.run_id);
     const startedAt = service.emulator.calls('/item/get').map((call) => Date.parse(call.at));
 
     expect(finished.body).toMatchObject({ state: 'done', checked: 6 });
@@ -407,10 +401,12 @@ describe('reconciliation', () => {
   });
 
   it('when the run id is malformed or unknown, or the website’s secret is used, then 400, 404 and 403, and no run starts', async () => {
-    const malformed = await service.http.get('/admin/reconcile/not-a-run').set(asAdmin);
-    const unknown = await service.http.get(`/admin/reconcile/${randomUUID()}`).set(asAdmin);
-    const asTheWebsite = await service.http.post('/admin/reconcile').set(asWebsite);
-    const wrongMethod = await service.http.get('/admin/reconcile').set(asAdmin);
+    const malformed = await getReconciliation(service, 'not-a-run');
+    const unknown = await getReconciliation(service, randomUUID());
+    const asTheWebsite = await startReconciliation(service).set(asWebsite);
+    const wrongMethod = await request(service, 'put', pathOf(endpointOf('createReconciliation'))).set(
+      asAdmin,
+    );
 
     expect(malformed.status).toBe(400);
     expect(malformed.body).toEqual({
@@ -423,8 +419,144 @@ describe('reconciliation', () => {
     expect(unknown.body).toEqual({ ...problemShape, status: 404, code: 'NOT_FOUND' });
     expect(asTheWebsite.status).toBe(403);
     expect(wrongMethod.status).toBe(405);
-    expect(wrongMethod.headers.allow).toBe('POST');
+    expect(wrongMethod.headers.allow).toBe('POST, GET');
     expect(await rowsOf(service, `SELECT id FROM reconciliation_runs`)).toEqual([]);
+  });
+});
+
+describe('GET /admin/reconcile: the runs, newest first', () => {
+  let service: ServiceContext;
+  beforeEach(async () => {
+    service = await startService({ env: { RATE_LIMIT_ADMIN_PER_MINUTE: '100000' } });
+  });
+  afterEach(() => service.close());
+
+  /** Every run, walking the pages `limit` at a time: the ids in the order listed, and the pages' cursors. */
+  async function walk(limit: number) {
+    const ids: string[] = [];
+    const cursors: string[] = [];
+    let cursor: string | undefined;
+    do {
+      const response = await listReconciliations(service, { limit, ...(cursor ? { cursor } : {}) });
+      expect(response.status).toBe(200);
+      ids.push(...response.body.runs.map((run: { run_id: string }) => run.run_id));
+      cursor = response.body.next_cursor ?? undefined;
+      if (cursor) cursors.push(cursor);
+    } while (cursor);
+    return { ids, cursors };
+  }
+
+  /** Finished runs as another instance left them, started at the given times (text, to the microsecond). */
+  async function insertFinishedRuns(startedAt: string[]) {
+    const ids = startedAt.map(() => randomUUID());
+    await rowsOf(
+      service,
+      `INSERT INTO reconciliation_runs (id, state, total, checked, started_at, heartbeat_at, finished_at)
+       SELECT id, 'done', 0, 0, started::timestamptz, started::timestamptz, started::timestamptz
+         FROM unnest($1::uuid[], $2::text[]) AS r(id, started)`,
+      [ids, startedAt],
+    );
+    return ids;
+  }
+
+  it('when three runs have finished, then they are listed newest first with their figures and difference counts, in keyset pages', async () => {
+    await connectUser(service);
+    const removed = await connectUser(service);
+    const first = (await startReconciliation(service)).body.run_id as string;
+    await finishedReconciliation(service, first);
+    const plaid = plaidClient(service.emulator.url, { clientId: 'test-client', secret: PLAID_SECRET });
+    await plaid.itemRemove({ access_token: removed.accessToken });
+    const second = (await startReconciliation(service)).body.run_id as string;
+    const secondRun = await finishedReconciliation(service, second);
+    const third = (await startReconciliation(service)).body.run_id as string;
+    await finishedReconciliation(service, third);
+
+    const page = await listReconciliations(service, { limit: 2 });
+    const next = await listReconciliations(service, { limit: 2, cursor: page.body.next_cursor });
+
+    expect(page.status).toBe(200);
+    expect(page.body.runs.map((run: { run_id: string }) => run.run_id)).toEqual([third, second]);
+    expect(page.body.runs[1]).toEqual({
+      run_id: second,
+      state: 'done',
+      total: 2,
+      checked: 2,
+      difference_count: 1,
+      started_at: secondRun.body.started_at,
+      finished_at: secondRun.body.finished_at,
+      failure: null,
+    });
+    expect(page.body.runs[0]).toMatchObject({ state: 'done', difference_count: 0 });
+    expect(page.body.next_cursor).toMatch(/^[A-Za-z0-9_-]{54}$/);
+    expect(next.body).toEqual({
+      runs: [expect.objectContaining({ run_id: first, difference_count: 0 })],
+      next_cursor: null,
+    });
+    expect(
+      await rowsOf(service, `SELECT difference_count FROM reconciliation_runs WHERE id = $1`, [second]),
+    ).toEqual([{ difference_count: 1 }]);
+  });
+
+  it('when runs started in the same microsecond or one microsecond apart, then walking one a page lists each exactly once', async () => {
+    const ids = await insertFinishedRuns([
+      '2026-01-01T00:00:00.000001Z',
+      '2026-01-01T00:00:00.000002Z',
+      '2026-01-01T00:00:00.000002Z',
+      '2026-01-01T00:00:00.000002Z',
+      '2026-01-01T00:00:00.000003Z',
+    ]);
+
+    const { ids: listed } = await walk(1);
+
+    expect(listed).toHaveLength(5);
+    expect(new Set(listed)).toEqual(new Set(ids));
+    expect(listed[0]).toBe(ids[4]);
+    expect(listed[4]).toBe(ids[0]);
+    expect(listed.slice(1, 4)).toEqual([ids[1], ids[2], ids[3]].sort().reverse());
+  });
+
+  it('when a run’s instance stopped heart-beating, then the list shows it failed, as reading it would', async () => {
+    const stale = await insertRunningRun(service, '10 minutes');
+
+    const response = await listReconciliations(service);
+
+    expect(response.body.runs).toEqual([
+      expect.objectContaining({
+        run_id: stale,
+        state: 'failed',
+        failure: 'its instance stopped reporting progress',
+        finished_at: expect.any(String),
+      }),
+    ]);
+  });
+
+  it('when no run ever started, then an empty page', async () => {
+    const response = await listReconciliations(service);
+
+    expect(response.status).toBe(200);
+    expect(response.body).toEqual({ runs: [], next_cursor: null });
+  });
+
+  it.each<[string, (issued: string, accounts: string) => Record<string, unknown>, string]>([
+    [
+      'an edited cursor',
+      (issued) => ({ cursor: `${issued.startsWith('A') ? 'B' : 'A'}${issued.slice(1)}` }),
+      'cursor',
+    ],
+    ['the accounts list’s cursor', (_issued, accounts) => ({ cursor: accounts }), 'cursor'],
+    ['a filter this list does not have', () => ({ state: 'done' }), 'state'],
+    ['a limit over 1000', () => ({ limit: 1001 }), 'limit'],
+  ])('when the query holds %s, then 400 naming it', async (_name, query, field) => {
+    await insertFinishedRuns(['2026-01-01T00:00:00Z', '2026-01-02T00:00:00Z']);
+    await connectUser(service);
+    await connectUser(service);
+    const issued = (await listReconciliations(service, { limit: 1 })).body.next_cursor as string;
+    const accounts = (await listAdminAccounts(service, { limit: 1 })).body.next_cursor as string;
+
+    const response = await listReconciliations(service, query(issued, accounts));
+
+    expect(response.status).toBe(400);
+    expect(response.body.errors).toEqual([expect.objectContaining({ field })]);
   });
 });
 
@@ -483,10 +615,9 @@ describe('npm run reconcile', () => {
     const otherRun = await insertRunningRun(service, '1 second');
     service.emulator.clearCalls();
 
-    const outcome = await run(process.execPath, [RECONCILE_SCRIPT], {
-      env: scriptEnvironment(),
-      cwd: service.env.DATA_DIR,
-    }).catch((error: { code: number; stderr: string }) => error);
+    const outcome = await rejectionOf(
+      run(process.execPath, [RECONCILE_SCRIPT], { env: scriptEnvironment(), cwd: service.env.DATA_DIR }),
+    );
 
     expect(outcome).toMatchObject({ code: 1, stderr: expect.stringContaining(otherRun) });
     expect(service.emulator.calls('/item/get')).toEqual([]);

@@ -1,5 +1,6 @@
 import { seedDatabase } from '../src/dev/seed';
-import { asAdmin, rowsOf, startService, type ServiceContext } from './support/service';
+import { adminStats } from './support/requests';
+import { rowsOf, startService, type ServiceContext } from './support/service';
 
 describe('npm run seed', () => {
   let service: ServiceContext;
@@ -26,7 +27,7 @@ describe('npm run seed', () => {
       service,
       `SELECT provider_item_id, access_token_ciphertext FROM connections LIMIT 1`,
     );
-    const stats = await service.http.get('/admin/stats').set(asAdmin);
+    const stats = await adminStats(service);
 
     expect(result).toMatchObject({ accounts: 2_500, institutions: totals!.institutions });
     expect(totals).toMatchObject({ accounts: 2_500, exchanges: totals!.institutions, miscounted: 0 });

@@ -2,15 +2,8 @@ import { randomBytes } from 'node:crypto';
 import { TokenDecryptionError, TokenVault } from '../src/crypto/token-vault';
 import { PlaidEmulator } from '../src/emulator/plaid-emulator';
 import { createTestDatabase, type TestDatabase } from './support/database';
-import {
-  PLAID_SECRET,
-  asWebsite,
-  connectInstitution,
-  linkPublicToken,
-  rowsOf,
-  startService,
-  uniqueUserId,
-} from './support/service';
+import { connectInstitution, exchange, removeInstitution } from './support/requests';
+import { PLAID_SECRET, linkPublicToken, rowsOf, startService, uniqueUserId } from './support/service';
 
 const TOKEN_TEXT = /(access|public|link)-(sandbox|production)-/;
 
@@ -26,23 +19,19 @@ describe('tokens at rest', () => {
     try {
       const user = uniqueUserId();
       const publicToken = linkPublicToken(service);
-      const exchanged = await service.http
-        .post('/exchange-public-token')
-        .set(asWebsite)
-        .send({ public_token: publicToken, subscription_user_id: user, app_name: 'Budget' });
-      await service.http
-        .post('/exchange-public-token')
-        .set(asWebsite)
-        .send({ public_token: publicToken, subscription_user_id: user, app_name: 'Budget' });
-      await service.http
-        .post('/exchange-public-token')
-        .set(asWebsite)
-        .send({ public_token: linkPublicToken(service), subscription_user_id: user, app_name: 'Budget' });
+      const exchanged = await exchange(service, {
+        public_token: publicToken,
+        subscription_user_id: user,
+        app_name: 'Budget',
+      });
+      await exchange(service, { public_token: publicToken, subscription_user_id: user, app_name: 'Budget' });
+      await exchange(service, {
+        public_token: linkPublicToken(service),
+        subscription_user_id: user,
+        app_name: 'Budget',
+      });
       const second = await connectInstitution(service, user, 'ins_109512');
-      await service.http
-        .post('/remove-institution')
-        .set(asWebsite)
-        .send({ subscription_user_id: user, access_token: second.accessToken });
+      await removeInstitution(service, user, second.accessToken);
       const accessToken = exchanged.body.accounts[0].access_token as string;
       const tables = await rowsOf(
         service,
@@ -86,10 +75,7 @@ describe('tokens at rest', () => {
       },
     });
     try {
-      const removed = await after.http
-        .post('/remove-institution')
-        .set(asWebsite)
-        .send({ subscription_user_id: user, access_token: accessToken });
+      const removed = await removeInstitution(after, user, accessToken);
 
       expect(removed.body).toEqual({ success: true, accounts_removed: 12 });
       expect(plaid.items().some((item) => item.access_token === accessToken)).toBe(false);

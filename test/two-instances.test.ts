@@ -1,17 +1,21 @@
 import { Client } from 'pg';
 import { findInconsistencies } from './support/consistency';
+import { behindPooler } from './support/database';
+import { connectInstitution, exchange, removeAccount } from './support/requests';
 import {
-  asWebsite,
-  connectInstitution,
+  closeInstances,
   linkPublicToken,
   rowsOf,
-  startService,
+  startInstances,
   uniqueUserId,
   type ServiceContext,
 } from './support/service';
 
 const ROUNDS = 15;
 const EXCHANGES_PER_INSTANCE = 3;
+/** Behind PgBouncer, more instances than its pool has server connections share them. */
+const INSTANCES = behindPooler ? 4 : 2;
+const SOME_INSTANCES = INSTANCES === 2 ? 'two' : String(INSTANCES);
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
@@ -23,14 +27,6 @@ async function waitUntil(check: () => Promise<boolean>, what: string, timeoutMs 
   }
 }
 
-function removeAccount(instance: ServiceContext, user: string, accountId: string) {
-  return instance.http
-    .post('/remove-account')
-    .set(asWebsite)
-    .send({ subscription_user_id: user, provider_account_id: accountId })
-    .then((response) => response);
-}
-
 async function countEvents(instance: ServiceContext, user: string, kind: string): Promise<number> {
   const rows = await rowsOf(
     instance,
@@ -40,29 +36,18 @@ async function countEvents(instance: ServiceContext, user: string, kind: string)
   return rows[0]!.count as number;
 }
 
-describe('two instances of the service on one database and one Plaid', () => {
+describe(`${SOME_INSTANCES} instances of the service on one database and one Plaid`, () => {
   let first: ServiceContext;
   let second: ServiceContext;
+  let instances: ServiceContext[] = [];
 
   beforeAll(async () => {
-    first = await startService();
-    // A second app with a pool of its own: another process as far as the database can tell. Instances
-    // of one service share its keys, or neither could read the other's fingerprints and tokens.
-    second = await startService({
-      database: first.database,
-      emulator: first.emulator,
-      env: {
-        TOKEN_ENCRYPTION_KEY: first.env.TOKEN_ENCRYPTION_KEY!,
-        TOKEN_HMAC_KEY: first.env.TOKEN_HMAC_KEY!,
-      },
-    });
+    instances = await startInstances(INSTANCES);
+    [first, second] = instances as [ServiceContext, ServiceContext];
   });
-  afterAll(async () => {
-    await second?.close();
-    await first?.close();
-  });
+  afterAll(() => closeInstances(instances));
 
-  it(`when both instances exchange one public token at once (${ROUNDS} rounds), then one connection is stored, Plaid exchanges the token once, and every request gets the same answer`, async () => {
+  it(`when ${SOME_INSTANCES === 'two' ? 'both' : `all ${SOME_INSTANCES}`} instances exchange one public token at once (${ROUNDS} rounds), then one connection is stored, Plaid exchanges the token once, and every request gets the same answer`, async () => {
     for (let round = 0; round < ROUNDS; round += 1) {
       const user = uniqueUserId('two-instances-exchange');
       const publicToken = linkPublicToken(first);
@@ -70,14 +55,12 @@ describe('two instances of the service on one database and one Plaid', () => {
       // the other rounds race for the claim itself.
       if (round % 2 === 1) first.emulator.injectFault({ path: '/item/public_token/exchange', delay_ms: 200 });
       const send = (instance: ServiceContext) =>
-        instance.http
-          .post('/exchange-public-token')
-          .set(asWebsite)
-          .send({ public_token: publicToken, subscription_user_id: user, app_name: 'Budget App' })
-          .then((response) => response);
+        exchange(instance, { public_token: publicToken, subscription_user_id: user }).then(
+          (response) => response,
+        );
 
       const responses = await Promise.all(
-        Array.from({ length: EXCHANGES_PER_INSTANCE }, () => [send(first), send(second)]).flat(),
+        Array.from({ length: EXCHANGES_PER_INSTANCE }, () => instances.map(send)).flat(),
       );
       const connections = await rowsOf(
         first,
@@ -110,11 +93,9 @@ describe('two instances of the service on one database and one Plaid', () => {
     const user = uniqueUserId('two-instances-takeover');
     const publicToken = linkPublicToken(first);
     const send = (instance: ServiceContext) =>
-      instance.http
-        .post('/exchange-public-token')
-        .set(asWebsite)
-        .send({ public_token: publicToken, subscription_user_id: user, app_name: 'Budget App' })
-        .then((response) => response);
+      exchange(instance, { public_token: publicToken, subscription_user_id: user }).then(
+        (response) => response,
+      );
     // Plaid exchanges the token for the first instance but is slow to say so.
     first.emulator.injectFault({ path: '/item/public_token/exchange', delay_ms: 1_000 });
     const callsBefore = first.emulator.calls('/item/public_token/exchange').length;
@@ -163,11 +144,9 @@ describe('two instances of the service on one database and one Plaid', () => {
     await locker.query('BEGIN');
     await locker.query('LOCK TABLE accounts IN SHARE MODE');
 
-    const holder = first.http
-      .post('/exchange-public-token')
-      .set(asWebsite)
-      .send({ public_token: publicToken, subscription_user_id: user, app_name: 'Budget App' })
-      .then((response) => response);
+    const holder = exchange(first, { public_token: publicToken, subscription_user_id: user }).then(
+      (response) => response,
+    );
     await waitUntil(
       async () =>
         (
@@ -187,10 +166,7 @@ describe('two instances of the service on one database and one Plaid', () => {
     await locker.query('ROLLBACK');
     await locker.end();
     const answer = await holder;
-    const replay = await second.http
-      .post('/exchange-public-token')
-      .set(asWebsite)
-      .send({ public_token: publicToken, subscription_user_id: user, app_name: 'Budget App' });
+    const replay = await exchange(second, { public_token: publicToken, subscription_user_id: user });
     const connections = await rowsOf(first, `SELECT 1 FROM connections WHERE subscription_user_id = $1`, [
       user,
     ]);
@@ -207,22 +183,22 @@ describe('two instances of the service on one database and one Plaid', () => {
     expect(await findInconsistencies(first.deps.pool, first.emulator)).toEqual([]);
   });
 
-  it(`when each instance removes one of a connection's last two accounts at once (${ROUNDS} rounds), then the connection goes exactly once: one institution_removed, one queued removal, one /item/remove at Plaid`, async () => {
+  it(`when each instance removes one of a connection's last ${SOME_INSTANCES} accounts at once (${ROUNDS} rounds), then the connection goes exactly once: one institution_removed, one queued removal, one /item/remove at Plaid`, async () => {
     for (let round = 0; round < ROUNDS; round += 1) {
       const user = uniqueUserId('two-instances-removal');
-      const { accessToken, accountIds } = await connectInstitution(round % 2 === 0 ? first : second, user);
+      const { accessToken, accountIds } = await connectInstitution(instances[round % INSTANCES]!, user);
       const [itemRow] = await rowsOf(
         first,
         `SELECT provider_item_id FROM connections WHERE subscription_user_id = $1`,
         [user],
       );
       const itemId = itemRow!.provider_item_id as string;
-      const lastTwo = accountIds.slice(-2);
-      // Down to two accounts, the earlier ones removed through both instances at once as well.
+      const lastOnes = accountIds.slice(-INSTANCES);
+      // Down to one account per instance, the earlier ones removed through every instance at once as well.
       const earlier = await Promise.all(
         accountIds
-          .slice(0, -2)
-          .map((accountId, index) => removeAccount(index % 2 === 0 ? first : second, user, accountId)),
+          .slice(0, -INSTANCES)
+          .map((accountId, index) => removeAccount(instances[index % INSTANCES]!, user, accountId)),
       );
       const beforeRace = await rowsOf(
         first,
@@ -244,10 +220,9 @@ describe('two instances of the service on one database and one Plaid', () => {
         });
       }
 
-      const raced = await Promise.all([
-        removeAccount(first, user, lastTwo[0]!),
-        removeAccount(second, user, lastTwo[1]!),
-      ]);
+      const raced = await Promise.all(
+        lastOnes.map((accountId, index) => removeAccount(instances[index]!, user, accountId)),
+      );
       await waitUntil(
         async () =>
           (
@@ -265,12 +240,7 @@ describe('two instances of the service on one database and one Plaid', () => {
           itemId,
         ]);
       }
-      await Promise.all([
-        first.deps.outbox.runOnce(),
-        second.deps.outbox.runOnce(),
-        first.deps.outbox.runOnce(),
-        second.deps.outbox.runOnce(),
-      ]);
+      await Promise.all([...instances, ...instances].map((instance) => instance.deps.outbox.runOnce()));
       const removalCalls = first.emulator
         .calls('/item/remove')
         .filter((call) => (call.body as { access_token?: string }).access_token === accessToken);
@@ -285,10 +255,10 @@ describe('two instances of the service on one database and one Plaid', () => {
       expect(earlier.map((response) => [response.status, response.body])).toEqual(
         earlier.map(() => [200, { success: true, institution_removed: false }]),
       );
-      expect(beforeRace).toEqual([{ account_count: 2 }]);
-      expect(raced.map((response) => response.status)).toEqual([200, 200]);
+      expect(beforeRace).toEqual([{ account_count: INSTANCES }]);
+      expect(raced.map((response) => response.status)).toEqual(raced.map(() => 200));
       expect(raced.map((response) => response.body.institution_removed as boolean).sort()).toEqual([
-        false,
+        ...lastOnes.slice(1).map(() => false),
         true,
       ]);
       expect(left).toEqual([{ connections: 0, accounts: 0 }]);

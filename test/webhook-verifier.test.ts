@@ -1,6 +1,6 @@
 import { createHash, createHmac, generateKeyPairSync, randomUUID, sign, type KeyObject } from 'node:crypto';
 import { Writable } from 'node:stream';
-import { createLogger } from '../src/logger';
+import { createLogger } from '../src/observability/logger';
 import type { WebhookVerificationKey } from '../src/provider/account-provider';
 import { ProviderError } from '../src/provider/provider-error';
 import {
@@ -8,6 +8,7 @@ import {
   WebhookVerificationError,
   type WebhookVerifierOptions,
 } from '../src/provider/webhook-verifier';
+import { rejectionOf } from './support/rejection';
 
 /** "Plaid": real P-256 key pairs, and /webhook_verification_key/get over them, counting its calls. */
 function fakePlaidKeys() {
@@ -114,15 +115,7 @@ function setUp(options: Partial<WebhookVerifierOptions> = {}) {
   return { plaid, clock, logs, verifier, webhook, nowSeconds };
 }
 
-async function refusalOf(verification: Promise<unknown>): Promise<WebhookVerificationError> {
-  try {
-    await verification;
-  } catch (error) {
-    if (error instanceof WebhookVerificationError) return error;
-    throw error;
-  }
-  throw new Error('expected the webhook to be refused');
-}
+const refusalOf = (verification: Promise<unknown>) => rejectionOf(verification, WebhookVerificationError);
 
 describe('Plaid webhook verification', () => {
   it('when Plaid signs a webhook, then its parsed body and kid come back', async () => {
@@ -399,14 +392,14 @@ describe('Plaid webhook verification', () => {
     expect(plaid.calls).toEqual([forged.kid, forged.kid]);
   });
 
-  it('when many random kids arrive, then at most 10 lookups a minute reach Plaid, and the budget renews', async () => {
+  it('when many random kids arrive from one address, then at most 20 lookups a minute reach Plaid for it, the rest are throttled, and the budget renews', async () => {
     const { plaid, clock, verifier, webhook, logs } = setUp();
     const attacker = generateKeyPairSync('ec', { namedCurve: 'P-256' }).privateKey;
     const attack = () =>
       Promise.all(
         Array.from({ length: 50 }, () => {
           const { body, header } = webhook({ kid: randomUUID(), privateKey: attacker });
-          return refusalOf(verifier.verify(body, header));
+          return refusalOf(verifier.verify(body, header, '203.0.113.7'));
         }),
       );
 
@@ -415,14 +408,67 @@ describe('Plaid webhook verification', () => {
     clock.now += 60_000;
     await attack();
 
-    expect(new Set(refusals.map((refusal) => refusal.reason))).toEqual(new Set(['unknown_key']));
-    expect(callsInFirstMinute).toBe(10);
-    expect(plaid.calls).toHaveLength(20);
+    expect(refusals.filter((refusal) => refusal.reason === 'unknown_key')).toHaveLength(20);
+    expect(refusals.filter((refusal) => refusal.reason === 'key_lookup_throttled')).toHaveLength(30);
+    expect(callsInFirstMinute).toBe(20);
+    expect(plaid.calls).toHaveLength(40);
     expect(logs.filter((line) => line.includes('too many unknown webhook key ids'))).toHaveLength(2);
   });
 
+  it('when one address has spent its lookups, then a new kid from another address is still looked up and verifies', async () => {
+    const { plaid, verifier, webhook } = setUp();
+    const attacker = generateKeyPairSync('ec', { namedCurve: 'P-256' }).privateKey;
+    for (let attempt = 0; attempt < 25; attempt += 1) {
+      const { body, header } = webhook({ kid: randomUUID(), privateKey: attacker });
+      await refusalOf(verifier.verify(body, header, '203.0.113.7'));
+    }
+    const key = plaid.issue();
+    const genuine = webhook(key);
+
+    const verified = await verifier.verify(genuine.body, genuine.header, '52.21.26.131');
+
+    expect(verified.kid).toBe(key.kid);
+    expect(plaid.calls).toHaveLength(21);
+  });
+
+  it('when many addresses look up new kids, then the total per minute stays bounded for every address together', async () => {
+    const { plaid, verifier, webhook } = setUp({
+      newKidLookupsPerSourcePerMinute: 3,
+      newKidLookupsPerMinute: 5,
+    });
+    const attacker = generateKeyPairSync('ec', { namedCurve: 'P-256' }).privateKey;
+
+    const refusals = await Promise.all(
+      Array.from({ length: 12 }, (_, index) => {
+        const { body, header } = webhook({ kid: randomUUID(), privateKey: attacker });
+        return refusalOf(verifier.verify(body, header, `203.0.113.${index}`));
+      }),
+    );
+
+    expect(plaid.calls).toHaveLength(5);
+    expect(refusals.filter((refusal) => refusal.reason === 'key_lookup_throttled')).toHaveLength(7);
+  });
+
+  it('when a forgery does not bind its body or is not fresh, then it is refused without any key lookup', async () => {
+    const { plaid, verifier, webhook, nowSeconds } = setUp();
+    const attacker = generateKeyPairSync('ec', { namedCurve: 'P-256' }).privateKey;
+    const unbound = webhook(
+      { kid: randomUUID(), privateKey: attacker },
+      { claims: { request_body_sha256: 'f'.repeat(64) } },
+    );
+    const old = webhook({ kid: randomUUID(), privateKey: attacker }, { claims: { iat: nowSeconds() - 600 } });
+
+    const refusals = [
+      await refusalOf(verifier.verify(unbound.body, unbound.header, '203.0.113.7')),
+      await refusalOf(verifier.verify(old.body, old.header, '203.0.113.7')),
+    ];
+
+    expect(refusals.map((refusal) => refusal.reason)).toEqual(['body_mismatch', 'stale']);
+    expect(plaid.calls).toEqual([]);
+  });
+
   it('when the lookup budget is spent, then a key already cached keeps verifying', async () => {
-    const { plaid, verifier, webhook } = setUp({ newKidLookupsPerMinute: 2 });
+    const { plaid, verifier, webhook } = setUp({ newKidLookupsPerSourcePerMinute: 2 });
     const key = plaid.issue();
     const attacker = generateKeyPairSync('ec', { namedCurve: 'P-256' }).privateKey;
     const first = webhook(key);

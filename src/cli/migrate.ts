@@ -1,11 +1,14 @@
 import dotenv from 'dotenv';
 import { migrateDatabase } from '../db/migrate';
-import { createLogger } from '../logger';
+import { createLogger } from '../observability/logger';
 
-/** `npm run migrate`: applies pending migrations to DATABASE_URL. */
+/**
+ * `npm run migrate`: applies pending migrations over DATABASE_DIRECT_URL when it is set (migrations
+ * need a session of their own, which a transaction pooler does not give), else over DATABASE_URL.
+ */
 async function run(): Promise<void> {
   dotenv.config({ quiet: true });
-  const databaseUrl = process.env.DATABASE_URL;
+  const databaseUrl = process.env.DATABASE_DIRECT_URL?.trim() || process.env.DATABASE_URL?.trim();
   if (!databaseUrl) {
     process.stderr.write('DATABASE_URL is required (npm start migrates its embedded database by itself)\n');
     process.exit(1);

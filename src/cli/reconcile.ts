@@ -2,8 +2,8 @@ import dotenv from 'dotenv';
 import { failScript as fail, loadScriptConfig } from './script-config';
 import { buildDependencies } from '../dependencies';
 import { AppError } from '../errors';
-import { createLogger } from '../logger';
-import type { Difference, ReconciliationProgress } from '../services/reconciliation';
+import { createLogger } from '../observability/logger';
+import type { Difference, ReconciliationProgress } from '../use-cases/reconciliation/reconcile-connections';
 
 const plural = (count: number, word: string) => `${count} ${word}${count === 1 ? '' : 's'}`;
 

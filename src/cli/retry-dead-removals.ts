@@ -2,8 +2,8 @@ import { parseArgs } from 'node:util';
 import dotenv from 'dotenv';
 import { failScript as fail, loadScriptConfig } from './script-config';
 import { createPool } from '../db/pool';
-import { createLogger } from '../logger';
-import { retryDeadRemovals } from '../services/outbox-processor';
+import { createLogger } from '../observability/logger';
+import { DeadRemovalRetry, isOutboxId } from '../use-cases/retry-dead-removals';
 
 const USAGE = 'usage: npm run retry-dead-removals [-- --id <outbox id> [--id <outbox id> …]]';
 
@@ -15,7 +15,7 @@ async function run(): Promise<void> {
   dotenv.config({ quiet: true });
   const { values } = parseArgs({ options: { id: { type: 'string', multiple: true } } });
   const ids = values.id;
-  if (ids?.some((id) => !/^[1-9][0-9]{0,18}$/.test(id) || BigInt(id) > 9_223_372_036_854_775_807n)) {
+  if (ids?.some((id) => !isOutboxId(id))) {
     fail(`--id must be an outbox id (a positive whole number)\n${USAGE}`);
   }
   const { config, databaseUrl } = await loadScriptConfig('POST /admin/removals/retry-dead');
@@ -25,7 +25,7 @@ async function run(): Promise<void> {
     logger,
   );
   try {
-    const retried = await retryDeadRemovals(pool, logger, ids);
+    const retried = await new DeadRemovalRetry({ pool, logger }).retry(ids);
     process.stdout.write(
       `${retried} dead removal(s) are pending again; the service's worker retries them on its next pass\n`,
     );

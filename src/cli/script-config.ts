@@ -1,4 +1,5 @@
-import { ConfigError, loadConfigWithLocalSecrets, type Config } from '../config';
+import { loadServiceConfig } from '../bootstrap/service-config';
+import { ConfigError, type Config } from '../config/load-config';
 
 /** Ends a script with a message for the terminal and exit code 1. */
 export function failScript(message: string): never {
@@ -10,6 +11,8 @@ export function failScript(message: string): never {
  * The configuration of a script that works on the service's database beside a running service.
  * It needs DATABASE_URL: starting the embedded database here would stop the one a running `npm start`
  * uses, so without it the script points to `insteadOnTheService`, the endpoint doing the same work.
+ * It connects over DATABASE_DIRECT_URL when that is set: an operator's one-off run stays out of the
+ * pooler's few server connections, which the service's instances share.
  */
 export async function loadScriptConfig(
   insteadOnTheService: string,
@@ -21,8 +24,10 @@ export async function loadScriptConfig(
     );
   }
   try {
-    const config = await loadConfigWithLocalSecrets(process.env);
-    return { config, databaseUrl: config.databaseUrl ?? failScript('DATABASE_URL is required.') };
+    const config = await loadServiceConfig(process.env);
+    const databaseUrl =
+      config.database.directUrl ?? config.databaseUrl ?? failScript('DATABASE_URL is required.');
+    return { config, databaseUrl };
   } catch (error) {
     if (error instanceof ConfigError) failScript(error.message);
     throw error;

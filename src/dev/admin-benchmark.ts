@@ -6,14 +6,14 @@ import path from 'node:path';
 import { parseArgs } from 'node:util';
 import autocannon from 'autocannon';
 import { Client } from 'pg';
-import { createDatabase, dropDatabase } from '../db/maintenance';
+import { createDatabase, dropDatabase } from './maintenance';
 import { createPool } from '../db/pool';
 import { deriveCursorKey, encodeCursor } from '../crypto/admin-cursor';
 import { TokenVault } from '../crypto/token-vault';
 import { migrateDatabase } from '../db/migrate';
 import { findFreePort } from './free-port';
-import { createLogger } from '../logger';
-import { findAnySubscriptionUser, findLastAccountId } from '../repository/seed-repository';
+import { createLogger } from '../observability/logger';
+import { findAnySubscriptionUser, findLastAccountId } from './seed-repository';
 import { seedDatabase } from './seed';
 
 /**

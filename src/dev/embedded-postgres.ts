@@ -15,8 +15,8 @@ import {
 import path from 'node:path';
 import { Client } from 'pg';
 import { findFreePort } from './free-port';
-import { setRolePassword } from '../db/maintenance';
-import type { Logger } from '../logger';
+import { setRolePassword } from './maintenance';
+import type { Logger } from '../observability/logger';
 
 export interface EmbeddedDatabase {
   connectionString: string;
@@ -120,7 +120,7 @@ async function clearStaleLock(databaseDir: string, logger: Logger): Promise<void
   // Gone while it was looked at: the lock is simply stale.
   if (holder === 'stranger' || !isProcessAlive(pid)) {
     logger.warn(
-      { pid, lockFile },
+      { pid, lock_file: lockFile },
       'removing a stale postmaster.pid: the process it names is not the postgres of this data directory, so it is left alone',
     );
     rmSync(lockFile, { force: true });
@@ -240,7 +240,7 @@ async function ensurePassword(
     await legacy.end();
   }
   logger.warn(
-    { databaseDir },
+    { database_dir: databaseDir },
     'the embedded PostgreSQL still had the old default password "postgres"; it now has the generated one kept in DATA_DIR',
   );
 }

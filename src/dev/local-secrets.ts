@@ -2,27 +2,14 @@ import { randomBytes } from 'node:crypto';
 import { chmodSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 
-export type LocalSecretKind =
-  | 'internal-secret'
-  | 'admin-secret'
-  | 'token-encryption-key'
-  | 'token-hmac-key'
-  /** The embedded PostgreSQL's superuser password (only with no DATABASE_URL). */
-  | 'database-password';
-
-export type LocalSecretSource = (
-  dataDir: string,
-  kind: LocalSecretKind,
-) => { value: string; file: string; created: boolean };
+import type { LocalSecretKind, LocalSecretSource } from '../config/load-config';
+import { encodeWebhookSecret } from '../crypto/standard-webhooks';
 
 /**
  * Development-only convenience: a secret or key that was not configured is generated once and
  * kept in DATA_DIR with mode 0600, so restarts keep decrypting what earlier runs stored.
  */
-export function readOrCreateLocalSecret(
-  dataDir: string,
-  kind: LocalSecretKind,
-): { value: string; file: string; created: boolean } {
+export const readOrCreateLocalSecret: LocalSecretSource = (dataDir: string, kind: LocalSecretKind) => {
   const file = path.join(dataDir, kind);
   try {
     return { value: readFileSync(file, 'utf8').trim(), file, created: false };
@@ -31,9 +18,12 @@ export function readOrCreateLocalSecret(
   }
   // 0711: the embedded postgres runs as another OS user and must be able to pass through to its data.
   mkdirSync(dataDir, { recursive: true, mode: 0o711 });
-  const value = kind.endsWith('-key')
-    ? randomBytes(32).toString('base64')
-    : randomBytes(32).toString('base64url');
+  const value =
+    kind === 'website-webhook-secret'
+      ? encodeWebhookSecret(randomBytes(32))
+      : kind.endsWith('-key')
+        ? randomBytes(32).toString('base64')
+        : randomBytes(32).toString('base64url');
   try {
     writeFileSync(file, `${value}\n`, { mode: 0o600, flag: 'wx' });
   } catch (error) {
@@ -45,4 +35,4 @@ export function readOrCreateLocalSecret(
   }
   chmodSync(file, 0o600);
   return { value, file, created: true };
-}
+};

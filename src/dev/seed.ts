@@ -2,11 +2,11 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import { parseArgs } from 'node:util';
 import dotenv from 'dotenv';
 import { createPool, type Pool } from '../db/pool';
-import { loadConfig } from '../config';
+import { loadConfig } from '../config/load-config';
 import { TokenVault } from '../crypto/token-vault';
-import { openDatabase } from '../db/open-database';
+import { openServiceDatabase } from '../bootstrap/service-database';
 import { SANDBOX_INSTITUTIONS, USER_GOOD_ACCOUNTS } from '../emulator/sandbox-data';
-import { createLogger } from '../logger';
+import { createLogger } from '../observability/logger';
 import { readOrCreateLocalSecret } from './local-secrets';
 import {
   findLastConnectionId,
@@ -15,7 +15,7 @@ import {
   insertSeedConnections,
   type SeedAccounts,
   type SeedConnections,
-} from '../repository/seed-repository';
+} from './seed-repository';
 
 const APP_NAMES = ['Budget App', 'Savings Coach', 'Rent Pay', 'Tax Helper'];
 const INSTITUTIONS_PER_BATCH = 2_000;
@@ -141,10 +141,11 @@ async function run(): Promise<void> {
   if (!config.databaseUrl) {
     print(`no DATABASE_URL: seeding the embedded database in ${config.dataDir} (stop npm start first)`);
   }
-  const { databaseUrl, embedded } = await openDatabase(config, createLogger({ level: 'warn' }));
+  const { databaseUrl, ownDatabase } = await openServiceDatabase(config, createLogger({ level: 'warn' }));
   const pool = createPool(
     {
-      connectionString: databaseUrl,
+      // Bulk writes with long statements: over the direct connection when there is one.
+      connectionString: config.database.directUrl ?? databaseUrl,
       max: 2,
       applicationName: 'account-connection-seed',
       statementTimeoutMs: 120_000,
@@ -163,7 +164,7 @@ async function run(): Promise<void> {
     );
   } finally {
     await pool.end();
-    await embedded?.stop();
+    await ownDatabase?.stop();
   }
 }
 

@@ -1,23 +1,38 @@
 import type { ServerResponse } from 'node:http';
 import type { FaultSpec } from './faults';
 import { send } from './http-io';
-import { PlaidEmulatorError, randomId } from './plaid-errors';
+import { PlaidEmulatorError, randomId } from './plaid-error-bodies';
 import type { PlaidEmulator } from './plaid-emulator';
 
 const ITEM_WEBHOOK_ROUTE = /^POST \/items\/([^/]+)\/webhook$/;
 
+/** `application/json`, with or without parameters (`; charset=utf-8`). */
+const isJson = (contentType: string | undefined) =>
+  contentType?.split(';')[0]?.trim().toLowerCase() === 'application/json';
+
 /**
  * The control API under `/__emulator`: a path Plaid never uses. A malformed control request gets
  * `{error}`; what Plaid or Link would refuse (an unknown link token, a bad field) gets Plaid's error object.
+ *
+ * Every request but a GET must say `Content-Type: application/json`, with a body or without: a page open
+ * in a developer's browser can send a cross-origin POST only as a "simple" request (a form's or
+ * text/plain body, or none), and JSON would need a preflight that this server never grants. So no web
+ * page can inject faults, complete Links, send webhooks or reset the emulator.
  */
 export function handleControl(
   emulator: PlaidEmulator,
   method: string,
   path: string,
-  raw: string,
+  request: { raw: string; contentType: string | undefined },
   res: ServerResponse,
 ): void {
   const route = `${method} ${path}`;
+  if (method !== 'GET' && !isJson(request.contentType)) {
+    return send(res, 415, {
+      error: 'control requests other than GET must be sent as Content-Type: application/json',
+    });
+  }
+  const { raw } = request;
   let body: Record<string, unknown>;
   try {
     const parsed: unknown = raw === '' ? {} : JSON.parse(raw);

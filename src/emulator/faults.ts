@@ -1,4 +1,4 @@
-import { errorForStatus, PlaidEmulatorError, statusForErrorType } from './plaid-errors';
+import { errorForStatus, PlaidEmulatorError, statusForErrorType } from './plaid-error-bodies';
 
 export interface FaultSpec {
   /** A Plaid path such as `/accounts/get`, or `*` for every endpoint. */

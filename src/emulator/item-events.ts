@@ -5,7 +5,7 @@ import {
   type ItemError,
   type ItemStore,
 } from './item-store';
-import { errors } from './plaid-errors';
+import { errors } from './plaid-error-bodies';
 import { isoSeconds, type Body } from './request-checks';
 
 /** The `ITEM` webhooks Plaid documents, each with the fields its body carries besides the common ones. */

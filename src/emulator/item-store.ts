@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { errors, PlaidEmulatorError, randomId, statusForErrorType } from './plaid-errors';
+import { errors, PlaidEmulatorError, randomId, statusForErrorType } from './plaid-error-bodies';
 import { institutionFor, isoSeconds, UUID, type Body } from './request-checks';
 import {
   NEW_ACCOUNT_TEMPLATE,

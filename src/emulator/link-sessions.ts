@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { EmulatedItem, ItemStore } from './item-store';
-import { errors } from './plaid-errors';
+import { errors } from './plaid-error-bodies';
 import {
   checkProducts,
   institutionFor,

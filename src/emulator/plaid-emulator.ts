@@ -6,7 +6,7 @@ import { readBody, send } from './http-io';
 import { applyItemEvent, isItemWebhookCode, ITEM_WEBHOOK_CODES } from './item-events';
 import { itemErrorOf, ItemStore, type EmulatedItem } from './item-store';
 import { LinkSessions, type LinkSuccess } from './link-sessions';
-import { errors, PlaidEmulatorError, randomId } from './plaid-errors';
+import { errors, PlaidEmulatorError, randomId } from './plaid-error-bodies';
 import { plaidRoutes, type PlaidRoute } from './plaid-routes';
 import { institutionFor, type Body } from './request-checks';
 import { WebhookKeys, type SignatureOptions, type WebhookVerificationJwk } from './webhook-keys';
@@ -202,7 +202,13 @@ export class PlaidEmulator {
       return send(res, 413, errors.invalidBody().toBody(requestId));
     }
     if (path.startsWith(`${CONTROL_PREFIX}/`)) {
-      return handleControl(this, req.method ?? 'GET', path.slice(CONTROL_PREFIX.length), raw, res);
+      return handleControl(
+        this,
+        req.method ?? 'GET',
+        path.slice(CONTROL_PREFIX.length),
+        { raw, contentType: req.headers['content-type'] },
+        res,
+      );
     }
 
     let body: unknown = raw;

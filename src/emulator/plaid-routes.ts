@@ -1,7 +1,7 @@
 import { applyItemEvent } from './item-events';
 import { errorFromItemError, itemErrorOf, type EmulatedItem, type ItemStore } from './item-store';
 import type { LinkSessions } from './link-sessions';
-import { errors } from './plaid-errors';
+import { errors } from './plaid-error-bodies';
 import { checkProducts, institutionFor, requireFields, webhookUrlOf, type Body } from './request-checks';
 import { sandboxWebhookBody } from './sandbox-webhooks';
 import type { WebhookKeys } from './webhook-keys';

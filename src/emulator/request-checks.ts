@@ -1,4 +1,4 @@
-import { errors } from './plaid-errors';
+import { errors } from './plaid-error-bodies';
 import { SANDBOX_INSTITUTIONS, VALID_PRODUCTS, type SandboxInstitution } from './sandbox-data';
 
 export type Body = Record<string, unknown>;

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { applyItemEvent, type ItemWebhookCode } from './item-events';
 import type { EmulatedItem, ItemStore } from './item-store';
-import { errors, PlaidEmulatorError } from './plaid-errors';
+import { errors, PlaidEmulatorError } from './plaid-error-bodies';
 import type { Body } from './request-checks';
 
 /** `SandboxItemFireWebhookRequest.webhook_code` and `WebhookType` in Plaid's spec. */

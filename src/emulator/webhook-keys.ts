@@ -1,5 +1,5 @@
 import { createHash, generateKeyPairSync, randomUUID, sign, type KeyObject } from 'node:crypto';
-import { errors } from './plaid-errors';
+import { errors } from './plaid-error-bodies';
 
 /** `JWKPublicKey` in Plaid's spec: what `/webhook_verification_key/get` returns. */
 export interface WebhookVerificationJwk {

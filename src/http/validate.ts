@@ -1,11 +1,46 @@
-import type { z } from 'zod';
+import { distance } from 'fastest-levenshtein';
 import { validationFailed, type FieldError } from '../errors';
-import { FIELD_ERROR_LIMITS } from './schemas';
+import { FIELD_ERROR_LIMITS, z } from './schemas/common-schemas';
 
-function fieldErrorsOf(issue: z.core.$ZodIssue, where: 'body' | 'query' | 'path'): FieldError[] {
+type Where = 'body' | 'query' | 'path';
+
+/** Case and separators aside: `accessToken`, `AccessToken` and `access-token` all mean `access_token`. */
+const comparable = (name: string) => name.toLowerCase().replace(/[-_\s]/g, '');
+
+/**
+ * The declared name an unknown one most likely meant: the same but for case and separators, or a typo
+ * or two away (up to a third of the name's letters). None when nothing is that close.
+ */
+export function closestName(unknown: string, declared: readonly string[]): string | undefined {
+  const wanted = comparable(unknown);
+  let best: { name: string; distance: number } | undefined;
+  for (const name of declared) {
+    const candidate = comparable(name);
+    const allowed = Math.max(1, Math.floor(candidate.length / 3));
+    // Lengths further apart than that cannot be close: a 16 kB key costs nothing to dismiss.
+    if (Math.abs(candidate.length - wanted.length) > allowed) continue;
+    const apart = distance(wanted, candidate);
+    if (apart <= allowed && (!best || apart < best.distance)) best = { name, distance: apart };
+  }
+  return best?.name;
+}
+
+function unknownNameError(field: string, key: string, declared: readonly string[], where: Where): FieldError {
+  const suggestion = closestName(key, declared);
+  const message = where === 'body' ? 'is not a known field' : 'is not a known parameter';
+  return { field, message: suggestion ? `${message}; did you mean ${suggestion}?` : message };
+}
+
+/** The names an object schema declares at its top level (where unknown names are refused). */
+function declaredNamesOf(schema: z.ZodType): string[] {
+  return schema instanceof z.ZodObject ? Object.keys(schema.shape) : [];
+}
+
+function fieldErrorsOf(issue: z.core.$ZodIssue, where: Where, declared: readonly string[]): FieldError[] {
   const prefix = issue.path.length > 0 ? `${issue.path.join('.')}.` : '';
   if (issue.code === 'unrecognized_keys') {
-    return issue.keys.map((key) => ({ field: `${prefix}${key}`, message: 'is not a known parameter' }));
+    const known = issue.path.length === 0 ? declared : [];
+    return issue.keys.map((key) => unknownNameError(`${prefix}${key}`, key, known, where));
   }
   const missing = issue.code === 'invalid_type' && /received undefined$/.test(issue.message);
   return [
@@ -30,7 +65,7 @@ const ILL_FORMED = 'must be well-formed Unicode text (it has a lone UTF-16 surro
  * cannot be stored: it is written as U+FFFD, so "victim\ud800" and "victim\udfff" would become the
  * same user id. Walked without recursion, since a 16 kB body can nest thousands of levels deep.
  */
-function illFormedFields(input: unknown, where: 'body' | 'query' | 'path'): FieldError[] {
+function illFormedFields(input: unknown, where: Where): FieldError[] {
   const errors: FieldError[] = [];
   const pending: { value: unknown; path: string[] }[] = [{ value: input, path: [] }];
   for (let next = pending.pop(); next; next = pending.pop()) {
@@ -61,19 +96,16 @@ function bounded(errors: FieldError[]): FieldError[] {
 }
 
 /** Parses input with a route's schema; bad fields are each named in the problem. */
-export function parseInput<T extends z.ZodType>(
-  schema: T,
-  input: unknown,
-  where: 'body' | 'query' | 'path',
-): z.infer<T> {
+export function parseInput<T extends z.ZodType>(schema: T, input: unknown, where: Where): z.infer<T> {
   const illFormed = illFormedFields(input, where);
   const result = schema.safeParse(input ?? {});
   if (result.success && illFormed.length === 0) return result.data;
   const reported = new Set(illFormed.map((error) => error.field));
+  const declared = declaredNamesOf(schema);
   const schemaErrors = result.success
     ? []
     : result.error.issues
-        .flatMap((issue) => fieldErrorsOf(issue, where))
+        .flatMap((issue) => fieldErrorsOf(issue, where, declared))
         .filter((error) => !reported.has(error.field));
   throw validationFailed(
     bounded([...illFormed, ...schemaErrors]),

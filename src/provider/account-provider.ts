@@ -1,13 +1,8 @@
 /** The service's own view of the account provider (Plaid); nothing outside src/provider sees the SDK. */
 
-export interface ProviderAccount {
-  accountId: string;
-  name: string;
-  officialName: string | null;
-  mask: string | null;
-  type: string;
-  subtype: string | null;
-}
+import type { BankAccount } from '../vocabulary/bank-account';
+
+export type { BankAccount };
 
 export interface ProviderItem {
   itemId: string;
@@ -47,7 +42,8 @@ export interface AccountProvider {
   createLinkToken(input: CreateLinkTokenInput): Promise<{ linkToken: string; expiration: string }>;
   exchangePublicToken(publicToken: string): Promise<{ accessToken: string; itemId: string }>;
   getItem(accessToken: string): Promise<ProviderItem>;
-  getAccounts(accessToken: string): Promise<{ item: ProviderItem; accounts: ProviderAccount[] }>;
+  getAccounts(accessToken: string): Promise<{ item: ProviderItem; accounts: BankAccount[] }>;
+  /** Answered from a bounded cache when asked within a day; a failure is never kept. */
   getInstitutionName(institutionId: string): Promise<string>;
   removeItem(accessToken: string): Promise<void>;
   /** Fails with a ProviderError whose errorCode is INVALID_WEBHOOK_VERIFICATION_KEY_ID for an unknown kid. */

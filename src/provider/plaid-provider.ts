@@ -1,5 +1,16 @@
+import { performance } from 'node:perf_hooks';
+import { SpanStatusCode, trace } from '@opentelemetry/api';
 import type { AxiosResponse } from 'axios';
-import { ConsecutiveBreaker, circuitBreaker, handleWhen, retry, wrap, type IPolicy } from 'cockatiel';
+import {
+  BrokenCircuitError,
+  CircuitState,
+  ConsecutiveBreaker,
+  circuitBreaker,
+  handleWhen,
+  retry,
+  wrap,
+  type IPolicy,
+} from 'cockatiel';
 import {
   Configuration,
   CountryCode,
@@ -8,16 +19,19 @@ import {
   Products,
   type LinkTokenCreateRequest,
 } from 'plaid';
+import { LRUCache } from 'lru-cache';
 import { z } from 'zod';
-import type { Logger } from '../logger';
+import type { Logger } from '../observability/logger';
+import type { BreakerState, ServiceMetrics } from '../observability/metrics';
+import type { PlaidCaller, PlaidOperation } from '../vocabulary/plaid-calls';
 import type {
   AccountProvider,
   CreateLinkTokenInput,
-  ProviderAccount,
+  BankAccount,
   ProviderItem,
   WebhookVerificationKey,
 } from './account-provider';
-import { JitteredBackoff, toProviderError } from './plaid-errors';
+import { JitteredBackoff, toProviderError } from './plaid-error-translation';
 import { ProviderError } from './provider-error';
 
 export interface PlaidProviderOptions {
@@ -37,8 +51,28 @@ export interface PlaidProviderOptions {
   retryMaxDelayMs?: number;
   breakerThreshold?: number;
   breakerHalfOpenAfterMs?: number;
+  /** Who calls through this client: its breaker, metrics and log lines are named for it. */
+  caller?: PlaidCaller;
+  /** How many institution names are kept, and how long each; see INSTITUTION_NAMES. */
+  institutionNames?: { max: number; ttlMs: number };
+  metrics?: Pick<ServiceMetrics, 'observePlaidAttempt' | 'setBreakerState'>;
   logger: Logger;
 }
+
+const BREAKER_STATES: Record<CircuitState, BreakerState> = {
+  [CircuitState.Closed]: 'closed',
+  [CircuitState.HalfOpen]: 'half_open',
+  [CircuitState.Open]: 'open',
+  [CircuitState.Isolated]: 'open',
+};
+
+const tracer = trace.getTracer('account-connection-service');
+
+/**
+ * Institution names barely ever change, and a few hundred institutions make most connections: a
+ * name is asked of Plaid once a day at most, and the cache stays under a megabyte whatever asks.
+ */
+const INSTITUTION_NAMES = { max: 2_000, ttlMs: 24 * 60 * 60 * 1000 };
 
 const MAX_RESPONSE_BYTES = 1024 * 1024;
 const TOKEN_TEXT = z.string().min(1).max(256);
@@ -98,6 +132,8 @@ export class PlaidProvider implements AccountProvider {
   private readonly api: PlaidApi;
   private readonly repeatable: IPolicy;
   private readonly once: IPolicy;
+  /** Concurrent look-ups of one institution share one call; a failure is not kept. */
+  private readonly institutionNames: LRUCache<string, string>;
 
   constructor(private readonly options: PlaidProviderOptions) {
     // The SDK joins basePath and path as strings: a trailing slash would request `//link/token/create`.
@@ -116,64 +152,151 @@ export class PlaidProvider implements AccountProvider {
         },
       }),
     );
-    const countsAgainstProvider = (error: Error) => error instanceof ProviderError && error.transient;
-    const breaker = circuitBreaker(handleWhen(countsAgainstProvider), {
+    const providerIsFailing = (error: Error) => error instanceof ProviderError && error.providerIsFailing;
+    const breaker = circuitBreaker(handleWhen(providerIsFailing), {
       halfOpenAfter: options.breakerHalfOpenAfterMs ?? 30_000,
       breaker: new ConsecutiveBreaker(options.breakerThreshold ?? 5),
     });
-    const retries = retry(handleWhen(countsAgainstProvider), {
+    breaker.onStateChange((state) => this.reportBreakerState(BREAKER_STATES[state]));
+    const retries = retry(handleWhen(providerIsFailing), {
       maxAttempts: (options.maxAttempts ?? 3) - 1,
       backoff: new JitteredBackoff(options.retryBaseDelayMs ?? 200, options.retryMaxDelayMs ?? 5_000),
     });
-    retries.onRetry((reason) => {
-      const error = 'error' in reason ? reason.error : undefined;
-      options.logger.warn({ err: error, delayMs: Math.round(reason.delay) }, 'retrying provider call');
-    });
     this.repeatable = wrap(retries, breaker);
     this.once = breaker;
+    const names = options.institutionNames ?? INSTITUTION_NAMES;
+    this.institutionNames = new LRUCache<string, string>({
+      max: names.max,
+      ttl: names.ttlMs,
+      fetchMethod: (institutionId) => this.fetchInstitutionName(institutionId),
+    });
   }
 
+  private get caller(): PlaidCaller {
+    return this.options.caller ?? 'request';
+  }
+
+  /** Opening is a warning (calls are now refused at once), closing good news; both one line each. */
+  private reportBreakerState(state: BreakerState): void {
+    this.options.metrics?.setBreakerState(this.caller, state);
+    const fields = { breaker: this.caller, state };
+    if (state === 'open') {
+      this.options.logger.warn(
+        { ...fields, half_open_after_ms: this.options.breakerHalfOpenAfterMs ?? 30_000 },
+        `Plaid circuit breaker of ${this.caller} opened: its calls are refused until a trial call succeeds`,
+      );
+    } else if (state === 'closed') {
+      this.options.logger.info(
+        fields,
+        `Plaid circuit breaker of ${this.caller} closed: calls go through again`,
+      );
+    } else {
+      this.options.logger.info(fields, `Plaid circuit breaker of ${this.caller} half-open: one trial call`);
+    }
+  }
+
+  /**
+   * One call: its attempts under the policy, each measured and, when it fails, one log line (no stack:
+   * Plaid's code says what happened). A span covers the call, with the attempts' HTTP spans inside.
+   */
   private async call<T>(
-    operation: string,
+    operation: PlaidOperation,
     policy: IPolicy,
     schema: z.ZodType<T>,
     send: () => Promise<AxiosResponse<unknown>>,
   ): Promise<T> {
-    const started = Date.now();
-    try {
-      const data = await policy.execute(async () => {
+    return tracer.startActiveSpan(
+      `plaid ${operation}`,
+      { attributes: { 'plaid.operation': operation, 'plaid.caller': this.caller } },
+      async (span) => {
+        let attempts = 0;
+        let lastFailure: ProviderError | undefined;
         try {
-          const response = await send();
-          const parsed = schema.safeParse(response.data);
-          if (!parsed.success) {
-            throw new ProviderError('invalid_response', operation, {
-              message: `${operation} answered without the fields the service needs`,
-            });
-          }
-          return parsed.data;
+          const data = await policy.execute(async () => {
+            attempts += 1;
+            const started = performance.now();
+            try {
+              const response = await send();
+              const parsed = schema.safeParse(response.data);
+              if (!parsed.success) {
+                throw new ProviderError('invalid_response', operation, {
+                  message: `${operation} answered without the fields the service needs`,
+                });
+              }
+              const requestId = (response.data as { request_id?: unknown }).request_id;
+              this.recordAttempt(operation, attempts, started, {
+                requestId: typeof requestId === 'string' ? requestId : null,
+              });
+              return parsed.data;
+            } catch (error) {
+              lastFailure = toProviderError(operation, error);
+              this.recordAttempt(operation, attempts, started, { failure: lastFailure });
+              throw lastFailure;
+            }
+          });
+          span.setAttribute('plaid.outcome', 'ok');
+          return data;
         } catch (error) {
-          throw toProviderError(operation, error);
+          // Refused by the breaker after an attempt of this very call failed: that failure is the
+          // answer (a timeout is a 504 even when it is what opened the breaker). Only a call refused
+          // before it reached Plaid is "unavailable".
+          const failure =
+            error instanceof BrokenCircuitError && lastFailure
+              ? lastFailure
+              : toProviderError(operation, error);
+          span.setAttributes({
+            'plaid.outcome': failure.kind,
+            ...(failure.errorCode ? { 'plaid.error_code': failure.errorCode } : {}),
+            ...(failure.providerRequestId ? { 'plaid.request_id': failure.providerRequestId } : {}),
+          });
+          span.setStatus({ code: SpanStatusCode.ERROR, message: failure.code });
+          throw failure;
+        } finally {
+          span.setAttribute('plaid.attempts', attempts);
+          span.end();
         }
-      });
-      const requestId = (data as { request_id?: unknown }).request_id;
-      this.options.logger.debug({ operation, durationMs: Date.now() - started, requestId }, 'provider call');
-      return data;
-    } catch (error) {
-      const failure = toProviderError(operation, error);
-      this.options.logger.warn(
-        {
-          operation,
-          durationMs: Date.now() - started,
-          kind: failure.kind,
-          errorType: failure.errorType,
-          errorCode: failure.errorCode,
-          providerRequestId: failure.providerRequestId,
-          httpStatus: failure.httpStatus,
-        },
-        'provider call failed',
-      );
-      throw failure;
+      },
+    );
+  }
+
+  private recordAttempt(
+    operation: PlaidOperation,
+    attempt: number,
+    started: number,
+    result: { requestId: string | null } | { failure: ProviderError },
+  ): void {
+    const seconds = (performance.now() - started) / 1000;
+    const fields = {
+      operation,
+      caller: this.caller,
+      attempt,
+      duration_ms: Math.round(seconds * 1000),
+    };
+    if ('requestId' in result) {
+      this.options.metrics?.observePlaidAttempt({ operation, caller: this.caller, outcome: 'ok', seconds });
+      trace.getActiveSpan()?.setAttribute('plaid.request_id', result.requestId ?? '');
+      this.options.logger.debug({ ...fields, plaid_request_id: result.requestId }, 'Plaid call');
+      return;
     }
+    const { failure } = result;
+    this.options.metrics?.observePlaidAttempt({
+      operation,
+      caller: this.caller,
+      outcome: failure.kind,
+      seconds,
+      plaidErrorCode: failure.errorCode,
+    });
+    this.options.logger.warn(
+      {
+        ...fields,
+        kind: failure.kind,
+        error_type: failure.errorType,
+        error_code: failure.errorCode,
+        plaid_request_id: failure.providerRequestId,
+        http_status: failure.httpStatus,
+      },
+      `Plaid call failed: ${operation} ${failure.errorCode ?? failure.kind}`,
+    );
   }
 
   async createLinkToken(input: CreateLinkTokenInput): Promise<{ linkToken: string; expiration: string }> {
@@ -210,14 +333,14 @@ export class PlaidProvider implements AccountProvider {
     return toItem(data.item);
   }
 
-  async getAccounts(accessToken: string): Promise<{ item: ProviderItem; accounts: ProviderAccount[] }> {
+  async getAccounts(accessToken: string): Promise<{ item: ProviderItem; accounts: BankAccount[] }> {
     const data = await this.call('accounts/get', this.repeatable, responses.accounts, () =>
       this.api.accountsGet({ access_token: accessToken }),
     );
     return {
       item: toItem(data.item),
       accounts: data.accounts.map((account) => ({
-        accountId: account.account_id,
+        providerAccountId: account.account_id,
         name: account.name,
         officialName: account.official_name ?? null,
         mask: account.mask ?? null,
@@ -228,6 +351,13 @@ export class PlaidProvider implements AccountProvider {
   }
 
   async getInstitutionName(institutionId: string): Promise<string> {
+    const name = await this.institutionNames.fetch(institutionId);
+    // Only a fetchMethod that answers undefined leaves fetch without a value; this one throws instead.
+    if (name === undefined) throw new Error(`no name for institution ${institutionId}`);
+    return name;
+  }
+
+  private async fetchInstitutionName(institutionId: string): Promise<string> {
     const data = await this.call('institutions/get_by_id', this.repeatable, responses.institution, () =>
       this.api.institutionsGetById({
         institution_id: institutionId,

@@ -1,28 +1,7 @@
-import { AppError, ERROR_REGISTRY, type ErrorCode } from '../errors';
+import { AppError, ERROR_REGISTRY } from '../errors';
+import { PROVIDER_FAILURE_CODES, type ProviderFailureKind } from '../vocabulary/provider-failures';
 
-export type ProviderFailureKind =
-  | 'invalid_public_token'
-  | 'item_gone'
-  | 'item_login_required'
-  | 'rate_limited'
-  | 'unavailable'
-  | 'timeout'
-  | 'failed'
-  | 'rejected'
-  | 'invalid_response';
-
-/** What each kind of provider failure is to the service's callers. */
-const CODES: Record<ProviderFailureKind, ErrorCode> = {
-  invalid_public_token: 'INVALID_PUBLIC_TOKEN',
-  item_gone: 'NOT_FOUND',
-  item_login_required: 'ITEM_LOGIN_REQUIRED',
-  rate_limited: 'PROVIDER_RATE_LIMITED',
-  unavailable: 'PROVIDER_UNAVAILABLE',
-  timeout: 'PROVIDER_TIMEOUT',
-  failed: 'PROVIDER_ERROR',
-  rejected: 'PROVIDER_REJECTED',
-  invalid_response: 'PROVIDER_INVALID_RESPONSE',
-};
+export type { ProviderFailureKind };
 
 /** A failed provider call, already translated into the service's error codes. */
 export class ProviderError extends AppError {
@@ -37,9 +16,13 @@ export class ProviderError extends AppError {
       retryAfterSeconds?: number;
       message?: string;
       cause?: unknown;
+      /** False when the call never left the service (its circuit breaker was open). */
+      reachedProvider?: boolean;
+      /** Plaid's own `error_message`, for operators (never shown to the website). */
+      providerMessage?: string | null;
     } = {},
   ) {
-    const code = CODES[kind];
+    const code = PROVIDER_FAILURE_CODES[kind];
     super(code, {
       detail: details.message ?? `${operation}: ${ERROR_REGISTRY[code].title.toLowerCase()}`,
       retryAfterSeconds:
@@ -51,20 +34,32 @@ export class ProviderError extends AppError {
     this.errorCode = details.errorCode ?? null;
     this.providerRequestId = details.providerRequestId ?? null;
     this.httpStatus = details.httpStatus ?? null;
+    this.reachedProvider = details.reachedProvider ?? true;
+    this.providerMessage = details.providerMessage?.slice(0, 300) ?? null;
+    // The request's log line names Plaid's code and request id: the one line to grep for a failure.
+    if (this.errorCode) this.logFields.error_code = this.errorCode;
+    if (this.providerRequestId) this.logFields.plaid_request_id = this.providerRequestId;
   }
 
   readonly errorType: string | null;
   readonly errorCode: string | null;
   readonly providerRequestId: string | null;
   readonly httpStatus: number | null;
+  /** False when the call never left the service: its breaker refused it, so Plaid said nothing new. */
+  readonly reachedProvider: boolean;
+  readonly providerMessage: string | null;
 
-  /** Worth another attempt: the provider may answer differently in a moment. */
-  get transient(): boolean {
-    return (
-      this.kind === 'rate_limited' ||
-      this.kind === 'failed' ||
-      this.kind === 'unavailable' ||
-      this.kind === 'timeout'
-    );
+  /** The cause as an operator reads it: Plaid's code and message, else the service's own account. */
+  describe(): string {
+    if (this.errorCode) return `${this.errorCode}: ${this.providerMessage ?? this.detail}`;
+    return `${this.code}: ${this.detail}`;
+  }
+
+  /**
+   * The provider is failing: worth another attempt in a moment, and counted toward opening a circuit
+   * breaker. A 429 is not: Plaid answered, and said when to come back; the caller is told so at once.
+   */
+  get providerIsFailing(): boolean {
+    return this.kind === 'failed' || this.kind === 'unavailable' || this.kind === 'timeout';
   }
 }

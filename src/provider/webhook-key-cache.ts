@@ -1,5 +1,5 @@
 import { createPublicKey, type KeyObject } from 'node:crypto';
-import type { Logger } from '../logger';
+import type { Logger } from '../observability/logger';
 import type { WebhookVerificationKey } from './account-provider';
 import { ProviderError } from './provider-error';
 
@@ -19,7 +19,12 @@ interface CachedKey extends UsableKey {
   nextCheckAtMs: number;
 }
 
-export type KeyLookupFailure = 'unknown_key' | 'key_unavailable';
+/**
+ * `unknown_key`: Plaid does not know the kid (or its key cannot verify ES256); `key_unavailable`: Plaid
+ * could not be asked; `key_lookup_throttled`: this source, or every source together, already asked about
+ * too many new kids this minute, so Plaid was not asked. The last two are not the sender's fault.
+ */
+export type KeyLookupFailure = 'unknown_key' | 'key_unavailable' | 'key_lookup_throttled';
 
 export class KeyLookupError extends Error {
   constructor(
@@ -39,24 +44,85 @@ export interface WebhookKeyCacheOptions {
   recheckAfterSeconds: number;
   /** A kid Plaid said it does not know is refused without asking again for this long. */
   unknownKidTtlSeconds: number;
-  /** Lookups of kids never seen before, per minute; the rest are refused without calling Plaid. */
+  /** Lookups of kids never seen before, per source address and minute; beyond, Plaid is not asked. */
+  newKidLookupsPerSourcePerMinute: number;
+  /** The same across every source: what Plaid may be asked at most, whatever the number of sources. */
   newKidLookupsPerMinute: number;
+}
+
+/** Sources tracked in one window; past this many, new sources share one budget (memory stays bounded). */
+const MAX_TRACKED_SOURCES = 10_000;
+const OVERFLOW_SOURCE = '(other sources)';
+
+/**
+ * Fixed one-minute windows of lookups of new kids, counted per source and in total. A flood from one
+ * source spends that source's budget only: Plaid's own deliveries, from other addresses, keep theirs.
+ */
+class LookupBudget {
+  private windowStartMs = Number.NEGATIVE_INFINITY;
+  private total = 0;
+  private readonly bySource = new Map<string, number>();
+  private warned = false;
+
+  constructor(
+    private readonly perSource: number,
+    private readonly perWindow: number,
+    private readonly logger: Logger,
+  ) {}
+
+  take(source: string, now: number): boolean {
+    if (now - this.windowStartMs >= MINUTE_MS) {
+      this.windowStartMs = now;
+      this.total = 0;
+      this.bySource.clear();
+      this.warned = false;
+    }
+    const key =
+      this.bySource.has(source) || this.bySource.size < MAX_TRACKED_SOURCES ? source : OVERFLOW_SOURCE;
+    const spent = this.bySource.get(key) ?? 0;
+    if (spent >= this.perSource || this.total >= this.perWindow) {
+      if (!this.warned) {
+        this.warned = true;
+        this.logger.warn(
+          {
+            source: key,
+            per_source_limit: this.perSource,
+            limit: this.perWindow,
+            spent_by_source: spent,
+            spent: this.total,
+          },
+          'too many unknown webhook key ids this minute; refusing the rest without asking Plaid',
+        );
+      }
+      return false;
+    }
+    this.bySource.set(key, spent + 1);
+    this.total += 1;
+    return true;
+  }
 }
 
 /**
  * Plaid's webhook keys by kid. One lookup per kid however many webhooks wait for it; an attacker's
- * made-up kids cost at most `newKidLookupsPerMinute` calls a minute, each remembered as unknown.
+ * made-up kids cost at most `newKidLookupsPerSourcePerMinute` calls a minute from each source (and
+ * `newKidLookupsPerMinute` from all), each remembered as unknown.
  */
 export class WebhookKeyCache {
   private readonly keys = new Map<string, CachedKey>();
   private readonly inFlight = new Map<string, Promise<CachedKey>>();
   private readonly unknownUntilMs = new Map<string, number>();
-  private windowStartMs = Number.NEGATIVE_INFINITY;
-  private lookupsInWindow = 0;
+  private readonly budget: LookupBudget;
 
-  constructor(private readonly options: WebhookKeyCacheOptions) {}
+  constructor(private readonly options: WebhookKeyCacheOptions) {
+    this.budget = new LookupBudget(
+      options.newKidLookupsPerSourcePerMinute,
+      options.newKidLookupsPerMinute,
+      options.logger,
+    );
+  }
 
-  async keyFor(kid: string): Promise<UsableKey> {
+  /** `source` is the address the webhook came from; lookups of new kids are budgeted per source. */
+  async keyFor(kid: string, source = 'unknown'): Promise<UsableKey> {
     const now = this.options.clock();
     const cached = this.keys.get(kid);
     if (cached) {
@@ -69,8 +135,11 @@ export class WebhookKeyCache {
     if ((this.unknownUntilMs.get(kid) ?? 0) > now) {
       throw new KeyLookupError('unknown_key', 'Plaid recently said it does not know this key id');
     }
-    if (!this.takeLookupBudget(now)) {
-      throw new KeyLookupError('unknown_key', 'Too many unknown key ids this minute; not asking Plaid');
+    if (!this.budget.take(source, now)) {
+      throw new KeyLookupError(
+        'key_lookup_throttled',
+        'Too many unknown key ids this minute; Plaid was not asked about this one',
+      );
     }
     const key = await this.load(kid);
     // Plaid's guidance: a new kid means keys are rotating, so re-ask about the ones we hold; only a
@@ -79,25 +148,6 @@ export class WebhookKeyCache {
       if (otherKid !== kid && other.expiredAt === null) this.refreshInBackground(otherKid);
     }
     return key;
-  }
-
-  private takeLookupBudget(now: number): boolean {
-    if (now - this.windowStartMs >= MINUTE_MS) {
-      this.windowStartMs = now;
-      this.lookupsInWindow = 0;
-    }
-    if (this.lookupsInWindow >= this.options.newKidLookupsPerMinute) {
-      if (this.lookupsInWindow === this.options.newKidLookupsPerMinute) {
-        this.options.logger.warn(
-          { limit: this.options.newKidLookupsPerMinute },
-          'too many unknown webhook key ids this minute; refusing the rest without asking Plaid',
-        );
-      }
-      this.lookupsInWindow += 1;
-      return false;
-    }
-    this.lookupsInWindow += 1;
-    return true;
   }
 
   private refreshInBackground(kid: string): void {
@@ -136,7 +186,7 @@ export class WebhookKeyCache {
         {
           kid,
           kind: error instanceof ProviderError ? error.kind : 'unexpected',
-          errorCode: error instanceof ProviderError ? error.errorCode : undefined,
+          error_code: error instanceof ProviderError ? error.errorCode : undefined,
         },
         'could not fetch a webhook verification key',
       );
@@ -159,7 +209,7 @@ export class WebhookKeyCache {
     const known = this.keys.has(kid);
     this.keys.set(kid, entry);
     this.options.logger.info(
-      { kid, createdAt: fetched.createdAt, expiredAt: fetched.expiredAt },
+      { kid, created_at: fetched.createdAt, expired_at: fetched.expiredAt },
       known ? 'webhook verification key re-checked' : 'webhook verification key cached',
     );
     return entry;

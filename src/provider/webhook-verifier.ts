@@ -1,7 +1,7 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
 import { compactVerify, decodeProtectedHeader, errors as joseErrors } from 'jose';
 import { z } from 'zod';
-import type { Logger } from '../logger';
+import type { Logger } from '../observability/logger';
 import type { WebhookVerificationKey } from './account-provider';
 import { KeyLookupError, WebhookKeyCache, type UsableKey } from './webhook-key-cache';
 
@@ -20,6 +20,8 @@ export const WEBHOOK_VERIFICATION_FAILURES = [
   'expired_key',
   /** Plaid could not be asked for the key (outage, rate limit, bad credentials); Plaid will redeliver. */
   'key_unavailable',
+  /** Too many new kids were looked up this minute from this source (or from all): Plaid was not asked. */
+  'key_lookup_throttled',
   'bad_signature',
   'stale',
   'future',
@@ -37,6 +39,12 @@ export class WebhookVerificationError extends Error {
     this.name = 'WebhookVerificationError';
   }
 }
+
+/** Refusals that say nothing against the sender: answer so that Plaid delivers again later. */
+export const RETRYABLE_VERIFICATION_FAILURES: readonly WebhookVerificationFailure[] = [
+  'key_unavailable',
+  'key_lookup_throttled',
+];
 
 export interface VerifiedWebhook {
   /** The body parsed as JSON, only after the signature and the body hash matched. */
@@ -58,11 +66,23 @@ export interface WebhookVerifierOptions {
   skewSeconds?: number;
   recheckKeyAfterSeconds?: number;
   unknownKidTtlSeconds?: number;
+  newKidLookupsPerSourcePerMinute?: number;
   newKidLookupsPerMinute?: number;
 }
 
+/** Checks Plaid's signature; throws WebhookVerificationError when it does not verify. */
 export interface WebhookVerifier {
-  verify(rawBody: Buffer, header: string | undefined): Promise<VerifiedWebhook>;
+  /** `source`: the sender's address, which budgets look-ups of keys never seen before. */
+  verify(rawBody: Buffer, header: string | undefined, source?: string): Promise<VerifiedWebhook>;
+}
+
+/**
+ * Whether a header can be a Plaid-Verification JWT at all: checked before the body is read, so a request
+ * that cannot be a webhook costs nothing more.
+ */
+export function isWellFormedVerificationHeader(header: string | undefined): boolean {
+  const token = header?.trim() ?? '';
+  return token !== '' && token.length <= MAX_HEADER_LENGTH && COMPACT_JWS.test(token);
 }
 
 const MAX_HEADER_LENGTH = 4096;
@@ -84,14 +104,15 @@ export function createWebhookVerifier(options: WebhookVerifierOptions): WebhookV
     logger: options.logger,
     recheckAfterSeconds: options.recheckKeyAfterSeconds ?? 3600,
     unknownKidTtlSeconds: options.unknownKidTtlSeconds ?? 300,
-    newKidLookupsPerMinute: options.newKidLookupsPerMinute ?? 10,
+    newKidLookupsPerSourcePerMinute: options.newKidLookupsPerSourcePerMinute ?? 20,
+    newKidLookupsPerMinute: options.newKidLookupsPerMinute ?? 600,
   });
   const refuse = (reason: WebhookVerificationFailure, message: string): never => {
     throw new WebhookVerificationError(reason, message);
   };
 
   return {
-    async verify(rawBody, header) {
+    async verify(rawBody, header, source) {
       if (!Buffer.isBuffer(rawBody)) throw new TypeError('verify() needs the raw body bytes as a Buffer');
       if (header === undefined || header.trim() === '') {
         return refuse('missing_header', 'The Plaid-Verification header is missing');
@@ -116,40 +137,22 @@ export function createWebhookVerifier(options: WebhookVerifierOptions): WebhookV
         return refuse('malformed', 'The JWT header has no usable key id');
       }
 
-      let key: UsableKey;
-      try {
-        key = await keys.keyFor(kid);
-      } catch (error) {
-        if (error instanceof KeyLookupError) return refuse(error.reason, error.message);
-        throw error;
-      }
-      const nowMs = clock();
-      if (key.expiredAt !== null && key.expiredAt * 1000 <= nowMs) {
-        return refuse('expired_key', 'The key this webhook names has been retired by Plaid');
-      }
-
-      let payload: Uint8Array;
-      try {
-        ({ payload } = await compactVerify(token, key.publicKey, { algorithms: ['ES256'] }));
-      } catch (error) {
-        if (error instanceof joseErrors.JWSSignatureVerificationFailed) {
-          return refuse('bad_signature', 'The webhook signature does not match the key');
-        }
-        return refuse('malformed', 'The JWT cannot be verified');
-      }
-
-      const claims = claimsSchema.safeParse(parseJson(Buffer.from(payload)));
+      // What can be checked before a key is fetched, is: the claims are read (not yet trusted) and must
+      // be fresh and bind this body, so a forgery that does not even do that never costs a key look-up.
+      // After the signature verifies, these same bytes are the signed claims.
+      const claims = claimsSchema.safeParse(
+        parseJson(Buffer.from(token.split('.')[1] as string, 'base64url')),
+      );
       if (!claims.success) {
         return refuse('malformed', 'The JWT lacks a numeric iat or a request_body_sha256');
       }
-      const ageSeconds = nowMs / 1000 - claims.data.iat;
+      const ageSeconds = clock() / 1000 - claims.data.iat;
       if (ageSeconds > maxAgeSeconds) {
         return refuse('stale', `The webhook was signed more than ${maxAgeSeconds} seconds ago`);
       }
       if (-ageSeconds > skewSeconds) {
         return refuse('future', 'The webhook claims to be signed in the future');
       }
-
       const actual = Buffer.from(createHash('sha256').update(rawBody).digest('hex'), 'ascii');
       const claimed = Buffer.from(claims.data.request_body_sha256.toLowerCase(), 'ascii');
       // Both are 64 hex characters (the schema says so), as timingSafeEqual requires.
@@ -157,6 +160,26 @@ export function createWebhookVerifier(options: WebhookVerifierOptions): WebhookV
         return refuse('body_mismatch', 'The body is not the one that was signed');
       }
 
+      let key: UsableKey;
+      try {
+        key = await keys.keyFor(kid, source);
+      } catch (error) {
+        if (error instanceof KeyLookupError) return refuse(error.reason, error.message);
+        throw error;
+      }
+      if (key.expiredAt !== null && key.expiredAt * 1000 <= clock()) {
+        return refuse('expired_key', 'The key this webhook names has been retired by Plaid');
+      }
+
+      try {
+        // It verifies the very payload segment whose claims were checked above.
+        await compactVerify(token, key.publicKey, { algorithms: ['ES256'] });
+      } catch (error) {
+        if (error instanceof joseErrors.JWSSignatureVerificationFailed) {
+          return refuse('bad_signature', 'The webhook signature does not match the key');
+        }
+        return refuse('malformed', 'The JWT cannot be verified');
+      }
       const body = parseJson(rawBody);
       if (body === undefined) return refuse('malformed', 'The signed body is not JSON');
       return { body, kid, issuedAt: claims.data.iat };

@@ -1,189 +1,337 @@
-import type { Pool, PoolClient } from 'pg';
-import type { ConnectionStatus } from '../connection-status';
+import type QueryStream from 'pg-query-stream';
+import type { PoolClient } from '../db/pool';
+import type { BankAccount } from '../vocabulary/bank-account';
+import type { ConnectionStatus } from '../vocabulary/connection-statuses';
+import { FilteredQuery, readRows, streamRows } from './filtered-query';
+import type { Queryable } from './queryable';
 
-export type Queryable = Pool | PoolClient;
-
-export interface ConnectionRow {
+/** A stored connection (a Plaid Item): who owns it, its Item and token, and what Plaid last said of it. */
+export interface ConnectionRecord {
   id: string;
-  subscription_user_id: string;
-  app_name: string;
-  provider_item_id: string;
-  institution_id: string;
-  institution_name: string;
-  access_token_ciphertext: string;
-}
-
-export interface AccountRow {
-  provider_account_id: string;
-  name: string;
-  official_name: string | null;
-  mask: string | null;
-  type: string;
-  subtype: string | null;
-  institution_id: string;
-  institution_name: string;
-  provider_item_id: string;
-  access_token_ciphertext: string;
+  subscriptionUserId: string;
+  appName: string;
+  /** Plaid's `item_id`. */
+  itemId: string;
+  institutionId: string;
+  institutionName: string;
+  /** The access token, encrypted by the token vault and bound to `itemId`. */
+  accessTokenCiphertext: string;
   status: ConnectionStatus;
+  errorCode: string | null;
+  consentExpirationTime: Date | null;
+  disconnectReason: string | null;
+  disconnectTime: Date | null;
+  newAccountsAvailable: boolean;
+  /** When Plaid said what `status` says; an older signal never overwrites a newer one. */
+  statusObservedAt: Date | null;
+  accountCount: number;
+  createdAt: Date;
+  updatedAt: Date;
 }
 
-export interface NewAccount {
-  providerAccountId: string;
-  name: string;
-  officialName: string | null;
-  mask: string | null;
-  type: string;
-  subtype: string | null;
+/** What a connection's health is made of, as it is written. */
+export interface ConnectionHealth {
+  status: ConnectionStatus;
+  errorCode: string | null;
+  consentExpirationTime: Date | null;
+  disconnectReason: string | null;
+  disconnectTime: Date | null;
+  newAccountsAvailable: boolean;
+  observedAt: Date;
 }
 
-export async function insertConnection(
+const RECORD_COLUMNS = `c.id, c.subscription_user_id AS "subscriptionUserId", c.app_name AS "appName",
+  c.provider_item_id AS "itemId", c.institution_id AS "institutionId", c.institution_name AS "institutionName",
+  c.access_token_ciphertext AS "accessTokenCiphertext", c.status, c.error_code AS "errorCode",
+  c.consent_expiration_time AS "consentExpirationTime", c.disconnect_reason AS "disconnectReason",
+  c.disconnect_time AS "disconnectTime", c.new_accounts_available AS "newAccountsAvailable",
+  c.status_observed_at AS "statusObservedAt", c.account_count AS "accountCount", c.created_at AS "createdAt",
+  c.updated_at AS "updatedAt"`;
+
+/**
+ * How a connection is named: by its row, by its Item (whoever's, or one user's), or by its access token
+ * for one user. A user's key finds only that user's connection: another user's is not found, as an
+ * unknown one is not.
+ */
+export type ConnectionKey =
+  | { id: string }
+  | { itemId: string; subscriptionUserId?: string }
+  | { accessTokenFingerprint: Buffer; subscriptionUserId: string };
+
+function whereOf(key: ConnectionKey): { clause: string; values: unknown[] } {
+  if ('id' in key) return { clause: 'c.id = $1', values: [key.id] };
+  if ('itemId' in key) {
+    return key.subscriptionUserId === undefined
+      ? { clause: 'c.provider_item_id = $1', values: [key.itemId] }
+      : {
+          clause: 'c.provider_item_id = $1 AND c.subscription_user_id = $2',
+          values: [key.itemId, key.subscriptionUserId],
+        };
+  }
+  return {
+    clause: 'c.access_token_fingerprint = $1 AND c.subscription_user_id = $2',
+    values: [key.accessTokenFingerprint, key.subscriptionUserId],
+  };
+}
+
+export async function findConnection(
   db: Queryable,
-  connection: {
-    subscriptionUserId: string;
-    appName: string;
-    providerItemId: string;
-    institutionId: string;
-    institutionName: string;
-    accessTokenCiphertext: string;
-    accessTokenFingerprint: Buffer;
-    accountsSignature: string;
-  },
-): Promise<string> {
-  const { rows } = await db.query<{ id: string }>(
-    `INSERT INTO connections (subscription_user_id, app_name, provider_item_id, institution_id,
-                               institution_name, access_token_ciphertext, access_token_fingerprint, accounts_signature)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING id`,
-    [
-      connection.subscriptionUserId,
-      connection.appName,
-      connection.providerItemId,
-      connection.institutionId,
-      connection.institutionName,
-      connection.accessTokenCiphertext,
-      connection.accessTokenFingerprint,
-      connection.accountsSignature,
-    ],
-  );
-  return (rows[0] as { id: string }).id;
-}
-
-export async function insertAccounts(
-  db: Queryable,
-  connectionId: string,
-  accounts: NewAccount[],
-): Promise<void> {
-  await db.query(
-    `INSERT INTO accounts (connection_id, provider_account_id, name, official_name, mask, type, subtype)
-     SELECT $1, * FROM unnest($2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[])`,
-    [
-      connectionId,
-      accounts.map((account) => account.providerAccountId),
-      accounts.map((account) => account.name),
-      accounts.map((account) => account.officialName),
-      accounts.map((account) => account.mask),
-      accounts.map((account) => account.type),
-      accounts.map((account) => account.subtype),
-    ],
-  );
-}
-
-export async function listAccountsOfConnection(db: Queryable, connectionId: string): Promise<AccountRow[]> {
-  const { rows } = await db.query<AccountRow>(
-    `SELECT a.provider_account_id, a.name, a.official_name, a.mask, a.type, a.subtype,
-            c.institution_id, c.institution_name, c.provider_item_id, c.access_token_ciphertext, c.status
-       FROM accounts a JOIN connections c ON c.id = a.connection_id
-      WHERE c.id = $1
-      ORDER BY a.id`,
-    [connectionId],
-  );
-  return rows;
-}
-
-export async function findConnectionBySignature(
-  db: Queryable,
-  subscriptionUserId: string,
-  institutionId: string,
-  accountsSignature: string,
-): Promise<{ id: string } | undefined> {
-  const { rows } = await db.query<{ id: string }>(
-    `SELECT id FROM connections
-      WHERE subscription_user_id = $1 AND institution_id = $2 AND accounts_signature = $3`,
-    [subscriptionUserId, institutionId, accountsSignature],
+  key: ConnectionKey,
+): Promise<ConnectionRecord | undefined> {
+  const { clause, values } = whereOf(key);
+  const { rows } = await db.query<ConnectionRecord>(
+    `SELECT ${RECORD_COLUMNS} FROM connections c WHERE ${clause}`,
+    values,
   );
   return rows[0];
 }
 
-export async function findConnectionByTokenForUser(
-  db: Queryable,
-  accessTokenFingerprint: Buffer,
-  subscriptionUserId: string,
-  options: { lock: boolean },
-): Promise<ConnectionRow | undefined> {
-  const { rows } = await db.query<ConnectionRow>(
-    `SELECT id, subscription_user_id, app_name, provider_item_id, institution_id, institution_name,
-            access_token_ciphertext
-       FROM connections
-      WHERE access_token_fingerprint = $1 AND subscription_user_id = $2
-      ${options.lock ? 'FOR UPDATE' : ''}`,
-    [accessTokenFingerprint, subscriptionUserId],
-  );
-  return rows[0];
-}
-
-export async function findAccountOwner(
-  db: Queryable,
-  providerAccountId: string,
-  subscriptionUserId: string,
-): Promise<{ connection_id: string } | undefined> {
-  const { rows } = await db.query<{ connection_id: string }>(
-    `SELECT a.connection_id FROM accounts a JOIN connections c ON c.id = a.connection_id
-      WHERE a.provider_account_id = $1 AND c.subscription_user_id = $2`,
-    [providerAccountId, subscriptionUserId],
-  );
-  return rows[0];
-}
-
-/** Serializes every change to one connection's accounts; see removeAccount. */
+/**
+ * The connection, locked for the change about to be made to it: every change to one connection (its
+ * accounts, its health, its removal) holds this lock, so each sees the others' commits.
+ */
 export async function lockConnection(
   db: Queryable,
-  connectionId: string,
-): Promise<ConnectionRow | undefined> {
-  const { rows } = await db.query<ConnectionRow>(
-    `SELECT id, subscription_user_id, app_name, provider_item_id, institution_id, institution_name,
-            access_token_ciphertext
-       FROM connections WHERE id = $1 FOR UPDATE`,
-    [connectionId],
+  key: ConnectionKey,
+): Promise<ConnectionRecord | undefined> {
+  const { clause, values } = whereOf(key);
+  const { rows } = await db.query<ConnectionRecord>(
+    `SELECT ${RECORD_COLUMNS} FROM connections c WHERE ${clause} FOR UPDATE`,
+    values,
   );
   return rows[0];
 }
 
-export async function deleteAccount(
-  db: Queryable,
-  providerAccountId: string,
-  connectionId: string,
-): Promise<boolean> {
-  const { rowCount } = await db.query(
-    `DELETE FROM accounts WHERE provider_account_id = $1 AND connection_id = $2`,
-    [providerAccountId, connectionId],
-  );
-  return rowCount === 1;
+export type NewConnection = Pick<
+  ConnectionRecord,
+  'subscriptionUserId' | 'appName' | 'itemId' | 'institutionId' | 'institutionName' | 'accessTokenCiphertext'
+> & {
+  /** Finds the connection by its access token without decrypting anything. */
+  accessTokenFingerprint: Buffer;
+  /** Institution and accounts: one connection per login and user (see signAccounts). */
+  accountsSignature: string;
+};
+
+/**
+ * Serializes, per Item, the transactions that store an Item as a connection with those that queue its
+ * removal: each checks the other's rows after taking it, so neither can miss the other's commit (the
+ * exchange takes it inside its one statement, storeExchangedConnection).
+ */
+export async function lockItem(db: Queryable, itemId: string): Promise<void> {
+  await db.query(`SELECT lock_item($1)`, [itemId]);
 }
 
-export async function countAccounts(db: Queryable, connectionId: string): Promise<number> {
-  const { rows } = await db.query<{ count: number }>(
-    `SELECT count(*)::int AS count FROM accounts WHERE connection_id = $1`,
+/** Writes a connection's health; the caller holds its row lock and has checked the change is newer. */
+export async function writeConnectionHealth(
+  db: Queryable,
+  connectionId: string,
+  health: ConnectionHealth,
+): Promise<void> {
+  await db.query(
+    `UPDATE connections
+        SET status = $2, error_code = $3, consent_expiration_time = $4, disconnect_reason = $5,
+            disconnect_time = $6, new_accounts_available = $7, status_observed_at = $8, updated_at = now()
+      WHERE id = $1`,
+    [
+      connectionId,
+      health.status,
+      health.errorCode,
+      health.consentExpirationTime,
+      health.disconnectReason,
+      health.disconnectTime,
+      health.newAccountsAvailable,
+      health.observedAt,
+    ],
+  );
+}
+
+/**
+ * The next number of a notification about a locked connection: notifications about one connection are
+ * numbered in the order their transactions commit (the row lock orders them), so the website can drop
+ * a late, older one.
+ */
+export async function takeNotificationSequence(db: Queryable, connectionId: string): Promise<number> {
+  const { rows } = await db.query<{ sequence: string }>(
+    `UPDATE connections SET notification_sequence = notification_sequence + 1 WHERE id = $1
+      RETURNING notification_sequence AS sequence`,
     [connectionId],
   );
-  return (rows[0] as { count: number }).count;
+  const row = rows[0];
+  if (!row)
+    throw new Error('takeNotificationSequence: the connection is gone; take the sequence before removing it');
+  return Number(row.sequence);
 }
 
 /** Deletes the connection and, through the foreign key, its accounts; returns how many accounts went. */
 export async function deleteConnection(db: Queryable, connectionId: string): Promise<number> {
-  const { rows } = await db.query<{ count: number }>(
-    `WITH removed AS (DELETE FROM accounts WHERE connection_id = $1 RETURNING 1),
-          gone AS (DELETE FROM connections WHERE id = $1 RETURNING 1)
-     SELECT (SELECT count(*) FROM removed)::int AS count`,
+  const { rows } = await db.query<{ accounts: number }>(
+    `DELETE FROM connections WHERE id = $1 RETURNING account_count AS accounts`,
     [connectionId],
   );
-  return (rows[0] as { count: number }).count;
+  return rows[0]?.accounts ?? 0;
 }
+
+/** A connection with its accounts, as the website's overview shows it. */
+export interface ConnectionWithAccounts extends ConnectionRecord {
+  accounts: BankAccount[];
+}
+
+/** Every connection of a user with its accounts, oldest first. */
+export async function listConnectionsOfUser(
+  db: Queryable,
+  subscriptionUserId: string,
+): Promise<ConnectionWithAccounts[]> {
+  const { rows } = await db.query<ConnectionWithAccounts>(
+    `SELECT ${RECORD_COLUMNS},
+            coalesce(json_agg(json_build_object(
+              'providerAccountId', a.provider_account_id, 'name', a.name, 'officialName', a.official_name,
+              'mask', a.mask, 'type', a.type, 'subtype', a.subtype) ORDER BY a.id)
+              FILTER (WHERE a.id IS NOT NULL), '[]') AS accounts
+       FROM connections c LEFT JOIN accounts a ON a.connection_id = c.id
+      WHERE c.subscription_user_id = $1
+      GROUP BY c.id
+      ORDER BY c.id`,
+    [subscriptionUserId],
+  );
+  return rows;
+}
+
+/** A page of connections in id order after `afterId` (reconciliation walks them all). */
+export async function listConnectionsAfter(
+  db: Queryable,
+  afterId: string,
+  limit: number,
+): Promise<ConnectionRecord[]> {
+  const { rows } = await db.query<ConnectionRecord>(
+    `SELECT ${RECORD_COLUMNS} FROM connections c WHERE c.id > $1 ORDER BY c.id LIMIT $2`,
+    [afterId, limit],
+  );
+  return rows;
+}
+
+/**
+ * How many connections there are, and the last one's id, read together: a reconciliation run checks
+ * the connections that existed when it started (later ones got their status from their exchange).
+ */
+export async function snapshotConnections(db: Queryable): Promise<{ total: number; lastId: string }> {
+  const { rows } = await db.query<{ total: number; last_id: string }>(
+    `SELECT count(*)::int AS total, coalesce(max(id), 0)::text AS last_id FROM connections`,
+  );
+  const row = rows[0] as { total: number; last_id: string };
+  return { total: row.total, lastId: row.last_id };
+}
+
+export interface ConnectionStatistics {
+  totals: { users: number; connections: number; accounts: number };
+  byApp: { app_name: string; users: number; institutions: number; accounts: number }[];
+  topInstitutions: {
+    institution_id: string;
+    institution_name: string;
+    institutions: number;
+    accounts: number;
+  }[];
+  byStatus: { status: ConnectionStatus; count: number }[];
+}
+
+/** The admin figures of connections; run inside one snapshot with the other tables' figures. */
+export async function readConnectionStatistics(
+  db: Queryable,
+  topInstitutionLimit: number,
+): Promise<ConnectionStatistics> {
+  // Distinct users are counted by grouping, not count(DISTINCT): it can use the index and a hash.
+  const totals = await db.query(
+    `SELECT (SELECT count(*) FROM (SELECT subscription_user_id FROM connections GROUP BY 1) u)::int AS users,
+            count(*)::int AS connections, coalesce(sum(account_count), 0)::int AS accounts
+       FROM connections`,
+  );
+  const byApp = await db.query(
+    `SELECT app_name, count(*)::int AS users, sum(institutions)::int AS institutions,
+            sum(accounts)::int AS accounts
+       FROM (SELECT app_name, subscription_user_id, count(*) AS institutions, sum(account_count) AS accounts
+               FROM connections GROUP BY app_name, subscription_user_id) per_user
+      GROUP BY app_name ORDER BY accounts DESC, app_name`,
+  );
+  const topInstitutions = await db.query(
+    `SELECT institution_id, min(institution_name) AS institution_name,
+            count(*)::int AS institutions, sum(account_count)::int AS accounts
+       FROM connections
+      GROUP BY institution_id ORDER BY institutions DESC, accounts DESC, institution_id LIMIT $1`,
+    [topInstitutionLimit],
+  );
+  const byStatus = await db.query(`SELECT status, count(*)::int AS count FROM connections GROUP BY status`);
+  return {
+    totals: totals.rows[0],
+    byApp: byApp.rows,
+    topInstitutions: topInstitutions.rows,
+    byStatus: byStatus.rows,
+  };
+}
+
+/**
+ * Notes that Plaid sent a webhook about this Item (a verified delivery seen for the first time), in the
+ * caller's transaction; an Item no connection holds changes nothing.
+ */
+export async function noteWebhookReceived(db: Queryable, itemId: string): Promise<void> {
+  await db.query(`UPDATE connections SET last_webhook_at = now() WHERE provider_item_id = $1`, [itemId]);
+}
+
+export interface ConnectionFilters {
+  subscriptionUserId?: string | undefined;
+  itemId?: string | undefined;
+  institutionId?: string | undefined;
+  appName?: string | undefined;
+  status?: ConnectionStatus | undefined;
+  createdAfter?: Date | undefined;
+  createdBefore?: Date | undefined;
+}
+
+/** A connection as operators list it: its owner, Item, institution and health; never its token. */
+export interface AdminConnectionRow {
+  id: string;
+  item_id: string;
+  subscription_user_id: string;
+  app_name: string;
+  institution_id: string;
+  institution_name: string;
+  status: ConnectionStatus;
+  error_code: string | null;
+  consent_expiration_time: Date | null;
+  disconnect_reason: string | null;
+  disconnect_time: Date | null;
+  new_accounts_available: boolean;
+  accounts: number;
+  created_at: Date;
+  updated_at: Date;
+  last_webhook_at: Date | null;
+}
+
+const ADMIN_CONNECTION_SELECT = `SELECT c.id, c.provider_item_id AS item_id, c.subscription_user_id, c.app_name,
+       c.institution_id, c.institution_name, c.status, c.error_code, c.consent_expiration_time,
+       c.disconnect_reason, c.disconnect_time, c.new_accounts_available, c.account_count AS accounts,
+       c.created_at, c.updated_at, c.last_webhook_at
+  FROM connections c`;
+
+function connectionQuery(filters: ConnectionFilters, afterId: string | undefined, limit: number | undefined) {
+  return new FilteredQuery()
+    .where('c.id > ?', afterId)
+    .where('c.subscription_user_id = ?', filters.subscriptionUserId)
+    .where('c.provider_item_id = ?', filters.itemId)
+    .where('c.institution_id = ?', filters.institutionId)
+    .where('c.app_name = ?', filters.appName)
+    .where('c.status = ?', filters.status)
+    .where('c.created_at >= ?', filters.createdAfter)
+    .where('c.created_at < ?', filters.createdBefore)
+    .build(ADMIN_CONNECTION_SELECT, 'c.id', limit);
+}
+
+/** Keyset pagination on the connection id: a deep page costs what the first one does. */
+export const listConnectionsPage = (
+  db: Queryable,
+  filters: ConnectionFilters,
+  afterId: string | undefined,
+  limit: number,
+): Promise<AdminConnectionRow[]> => readRows(db, connectionQuery(filters, afterId, limit));
+
+/** Every matching connection, from a server-side cursor inside the caller's transaction. */
+export const streamConnections = (client: PoolClient, filters: ConnectionFilters): QueryStream =>
+  streamRows(client, connectionQuery(filters, undefined, undefined));

@@ -1,5 +1,5 @@
-import type { EventKind } from '../event-kinds';
-import type { Queryable } from './connections-repository';
+import type { EventKind } from '../vocabulary/event-kinds';
+import { COMMIT_ASYNCHRONOUSLY, type Queryable } from './queryable';
 
 export type { EventKind };
 
@@ -14,7 +14,7 @@ export interface EventRecord {
 /** Appends to the audit trail; callers pass ids and codes only, never a token. */
 export async function recordEvent(db: Queryable, event: EventRecord): Promise<void> {
   await db.query({
-    // Prepared once per connection: one is written for nearly every request.
+    // Prepared once per connection where prepared statements are on: one is written for nearly every request.
     name: 'record-event',
     text: `INSERT INTO events (kind, subscription_user_id, app_name, institution_id, detail)
            VALUES ($1, $2, $3, $4, $5)`,
@@ -28,12 +28,22 @@ export async function recordEvent(db: Queryable, event: EventRecord): Promise<vo
   });
 }
 
-/** Appends several events in one statement (one round trip, one commit). */
-export async function recordEvents(db: Queryable, events: readonly EventRecord[]): Promise<void> {
+/**
+ * Appends several events in one statement (one round trip, one commit). With `asynchronousCommit`, the
+ * statement's own transaction commits without waiting for the disk (`synchronous_commit` off for that
+ * transaction alone, whatever pool or pooler runs it): for events whose loss in a database crash is
+ * harmless (`link_token_created`), never an exchange's or a removal's.
+ */
+export async function recordEvents(
+  db: Queryable,
+  events: readonly EventRecord[],
+  options: { asynchronousCommit?: boolean } = {},
+): Promise<void> {
   await db.query({
-    name: 'record-events',
+    name: options.asynchronousCommit ? 'record-events-asynchronously' : 'record-events',
     text: `INSERT INTO events (kind, subscription_user_id, app_name, institution_id, detail)
-           SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::jsonb[])`,
+           SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::jsonb[])
+           ${options.asynchronousCommit ? `WHERE ${COMMIT_ASYNCHRONOUSLY}` : ''}`,
     values: [
       events.map((event) => event.kind),
       events.map((event) => event.subscriptionUserId ?? null),
@@ -42,4 +52,46 @@ export async function recordEvents(db: Queryable, events: readonly EventRecord[]
       events.map((event) => JSON.stringify(event.detail ?? {})),
     ],
   });
+}
+
+/** Events per kind in the last 24 hours, 7 days and 30 days before `now`, for the admin figures. */
+export async function countRecentEvents(
+  db: Queryable,
+  now: Date,
+): Promise<{ kind: string; last_24h: number; last_7d: number; last_30d: number }[]> {
+  const { rows } = await db.query<{ kind: string; last_24h: number; last_7d: number; last_30d: number }>(
+    `SELECT kind,
+            count(*) FILTER (WHERE occurred_at > $1::timestamptz - interval '24 hours')::int AS last_24h,
+            count(*) FILTER (WHERE occurred_at > $1::timestamptz - interval '7 days')::int AS last_7d,
+            count(*)::int AS last_30d
+       FROM events
+      WHERE occurred_at > $1::timestamptz - interval '30 days' AND occurred_at <= $1::timestamptz
+      GROUP BY kind`,
+    [now],
+  );
+  return rows;
+}
+
+/** An event about one Item, as operators read it. */
+export interface ItemEventRow {
+  kind: EventKind;
+  occurred_at: Date;
+  subscription_user_id: string | null;
+  institution_id: string | null;
+  detail: Record<string, string | number | boolean | null>;
+}
+
+/** The newest events that name this Item (in `detail.item_id`), newest first. */
+export async function listEventsOfItem(
+  db: Queryable,
+  itemId: string,
+  limit: number,
+): Promise<ItemEventRow[]> {
+  const { rows } = await db.query<ItemEventRow>(
+    `SELECT kind, occurred_at, subscription_user_id, institution_id, detail FROM events
+      WHERE detail ? 'item_id' AND detail ->> 'item_id' = $1
+      ORDER BY occurred_at DESC, id DESC LIMIT $2`,
+    [itemId, limit],
+  );
+  return rows;
 }

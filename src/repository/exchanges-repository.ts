@@ -1,8 +1,14 @@
-import type { Queryable } from './connections-repository';
+import type { BankAccount } from '../vocabulary/bank-account';
+import { accountColumns } from './accounts-repository';
+import type { NewConnection } from './connections-repository';
+import type { EventRecord } from './events-repository';
+import type { Queryable } from './queryable';
+import { countInWindow, type RateLimitCount, type RateLimitSpent } from './rate-limits-repository';
 
 /**
  * An exchange's whole life, keyed by the public token's fingerprint: claimed, exchanged (holding the
  * new access token), then completed or abandoned; swept when its holder died, pruned after a day.
+ * `claim_is_stale` says whether its claim may be taken over.
  */
 export interface ExchangeRow {
   state: 'claimed' | 'exchanged' | 'completed' | 'abandoned';
@@ -11,21 +17,6 @@ export interface ExchangeRow {
   connection_id: string | null;
   failure_code: string | null;
   claim_is_stale: boolean;
-}
-
-/** The exchange of one public token; `claim_is_stale` says whether its claim may be taken over. */
-export async function findExchange(
-  db: Queryable,
-  fingerprint: Buffer,
-  staleAfterSeconds: number,
-): Promise<ExchangeRow | undefined> {
-  const { rows } = await db.query<ExchangeRow>(
-    `SELECT state, subscription_user_id, app_name, connection_id, failure_code,
-            (state = 'claimed' AND updated_at < now() - make_interval(secs => $2)) AS claim_is_stale
-       FROM exchanges WHERE public_token_fingerprint = $1`,
-    [fingerprint, staleAfterSeconds],
-  );
-  return rows[0];
 }
 
 /** The holder of an exchange's claim: every later state change names it. */
@@ -61,6 +52,129 @@ export async function claimExchange(
   return rowCount === 1 ? { fingerprint: claim.fingerprint, claimId: claim.claimId } : undefined;
 }
 
+/** What one attempt at claiming a public token found and did. */
+export interface ClaimAttempt {
+  /** The exchange of this public token as it stood before this attempt; undefined for a token never seen. */
+  existing: ExchangeRow | undefined;
+  /** This request's claim, when it took one. */
+  claim: ExchangeClaim | undefined;
+  /** The rate-limit counters this attempt counted the request on (a token never seen, when asked to). */
+  counted: RateLimitSpent | undefined;
+  /** A connection of this user with the same login exists (`duplicateOf`): nothing was claimed. */
+  duplicate: boolean;
+}
+
+/**
+ * One statement, one round trip: reads the public token's exchange; for a token never seen, counts the
+ * request on its rate-limit counters (`count`), looks for a connection of the same login
+ * (`duplicateOf`: institution and accounts signature), and claims the exchange only within both limits
+ * and without a duplicate. One snapshot answers all of it: a connection a concurrent request made with
+ * this very token is never taken for a duplicate, since its claim committed before it and is read too.
+ * A concurrent claim of the same token wins the insert; this attempt then claims nothing.
+ */
+export async function claimUnseenExchange(
+  db: Queryable,
+  attempt: {
+    fingerprint: Buffer;
+    claimId: string;
+    subscriptionUserId: string;
+    appName: string;
+    staleAfterSeconds: number;
+    count: RateLimitCount | undefined;
+    duplicateOf: { institutionId: string; accountsSignature: string } | undefined;
+  },
+): Promise<ClaimAttempt> {
+  const { count, duplicateOf } = attempt;
+  const { rows } = await db.query<
+    Partial<ExchangeRow> & {
+      found: boolean;
+      claimed: boolean;
+      duplicate: boolean;
+      user_points: string | null;
+      user_expire: string | null;
+      total_points: string | null;
+      total_expire: string | null;
+    }
+  >({
+    // Prepared once per connection where prepared statements are on: one runs for every exchange.
+    name: 'claim-unseen-exchange',
+    text: `WITH existing AS (
+       SELECT state, subscription_user_id, app_name, connection_id, failure_code,
+              (state = 'claimed' AND updated_at < now() - make_interval(secs => $5)) AS claim_is_stale
+         FROM exchanges WHERE public_token_fingerprint = $1
+     ), user_counter AS (
+       INSERT INTO rate_limits AS counter (key, points, expire)
+       SELECT $6::varchar, 1, $11::bigint WHERE $6::varchar IS NOT NULL AND NOT EXISTS (SELECT FROM existing)
+       ${countInWindow('$10::bigint')}
+       RETURNING points, expire
+     ), total_counter AS (
+       INSERT INTO rate_limits AS counter (key, points, expire)
+       SELECT $8::varchar, 1, $11::bigint FROM user_counter WHERE $8::varchar IS NOT NULL AND points <= $7
+       ${countInWindow('$10::bigint')}
+       RETURNING points, expire
+     ), duplicate AS (
+       SELECT FROM connections
+        WHERE $12::text IS NOT NULL AND subscription_user_id = $2 AND institution_id = $12
+          AND accounts_signature = $13
+     ), claimed AS (
+       INSERT INTO exchanges (public_token_fingerprint, subscription_user_id, app_name, state, claim_id)
+       SELECT $1, $2, $3, 'claimed', $4
+        WHERE NOT EXISTS (SELECT FROM existing)
+          AND ($6::varchar IS NULL OR EXISTS (SELECT FROM user_counter WHERE points <= $7))
+          AND ($6::varchar IS NULL OR $8::varchar IS NULL OR EXISTS (SELECT FROM total_counter WHERE points <= $9))
+          AND NOT EXISTS (SELECT FROM duplicate)
+       ON CONFLICT (public_token_fingerprint) DO NOTHING
+       RETURNING claim_id
+     )
+     SELECT existing.*, existing.state IS NOT NULL AS found,
+            EXISTS (SELECT FROM claimed) AS claimed, EXISTS (SELECT FROM duplicate) AS duplicate,
+            user_counter.points AS user_points, user_counter.expire AS user_expire,
+            total_counter.points AS total_points, total_counter.expire AS total_expire
+       FROM (VALUES (1)) AS one(x)
+       LEFT JOIN existing ON true LEFT JOIN user_counter ON true LEFT JOIN total_counter ON true`,
+    values: [
+      attempt.fingerprint,
+      attempt.subscriptionUserId,
+      attempt.appName,
+      attempt.claimId,
+      attempt.staleAfterSeconds,
+      count?.userKey ?? null,
+      count?.userLimit ?? null,
+      count?.totalKey ?? null,
+      count?.totalLimit ?? null,
+      count?.now ?? null,
+      count === undefined ? null : count.now + count.windowMs,
+      duplicateOf?.institutionId ?? null,
+      duplicateOf?.accountsSignature ?? null,
+    ],
+  });
+  const row = rows[0]!;
+  return {
+    existing: row.found
+      ? {
+          state: row.state!,
+          subscription_user_id: row.subscription_user_id!,
+          app_name: row.app_name!,
+          connection_id: row.connection_id ?? null,
+          failure_code: row.failure_code ?? null,
+          claim_is_stale: row.claim_is_stale ?? false,
+        }
+      : undefined,
+    claim: row.claimed ? { fingerprint: attempt.fingerprint, claimId: attempt.claimId } : undefined,
+    counted:
+      row.user_points === null || row.user_expire === null
+        ? undefined
+        : {
+            user: { points: Number(row.user_points), expiresAt: Number(row.user_expire) },
+            total:
+              row.total_points === null || row.total_expire === null
+                ? undefined
+                : { points: Number(row.total_points), expiresAt: Number(row.total_expire) },
+          },
+    duplicate: row.duplicate,
+  };
+}
+
 /** Gives a claim back when the provider made nothing; only its holder can, and only before the exchange. */
 export async function releaseExchangeClaim(db: Queryable, claim: ExchangeClaim): Promise<boolean> {
   const { rowCount } = await db.query(
@@ -70,19 +184,40 @@ export async function releaseExchangeClaim(db: Queryable, claim: ExchangeClaim):
   return rowCount === 1;
 }
 
-/** Keeps a new access token the moment the provider returns it; false when the claim was lost. */
+/** The stored connection that already holds an Item, when the provider answered with an Item we know. */
+export interface ItemHolder {
+  connectionId: string;
+  subscriptionUserId: string;
+}
+
+/**
+ * Keeps a new access token the moment the provider returns it, and in the same statement says whether a
+ * stored connection already holds that Item (a public token from update mode names an existing Item).
+ * `kept` is false when the claim was lost.
+ */
 export async function recordExchangedToken(
   db: Queryable,
   claim: ExchangeClaim,
   providerItemId: string,
   accessTokenCiphertext: string,
-): Promise<boolean> {
-  const { rowCount } = await db.query(
-    `UPDATE exchanges SET state = 'exchanged', provider_item_id = $3, access_token_ciphertext = $4, updated_at = now()
-      WHERE public_token_fingerprint = $1 AND state = 'claimed' AND claim_id = $2`,
+): Promise<{ kept: boolean; holder: ItemHolder | undefined }> {
+  const { rows } = await db.query<{ connection_id: string | null; subscription_user_id: string | null }>(
+    `UPDATE exchanges e
+        SET state = 'exchanged', provider_item_id = $3, access_token_ciphertext = $4, updated_at = now()
+       FROM (VALUES (1)) AS one(x) LEFT JOIN connections c ON c.provider_item_id = $3
+      WHERE e.public_token_fingerprint = $1 AND e.state = 'claimed' AND e.claim_id = $2
+     RETURNING c.id AS connection_id, c.subscription_user_id`,
     [claim.fingerprint, claim.claimId, providerItemId, accessTokenCiphertext],
   );
-  return rowCount === 1;
+  const row = rows[0];
+  if (!row) return { kept: false, holder: undefined };
+  return {
+    kept: true,
+    holder:
+      row.connection_id === null || row.subscription_user_id === null
+        ? undefined
+        : { connectionId: row.connection_id, subscriptionUserId: row.subscription_user_id },
+  };
 }
 
 /**
@@ -109,6 +244,81 @@ export async function finishExchange(
   return rowCount === 1;
 }
 
+/** What storing an exchanged connection came to; nothing is written unless `stored`. */
+export type StoreOutcome =
+  | { stored: true; connectionId: string }
+  /** A removal of the Item is pending (its connection was removed, or its exchange abandoned). */
+  | { stored: false; reason: 'item_removal_pending' }
+  /** The row is no longer this claim's exchanged row: a sweeper abandoned it meanwhile. */
+  | { stored: false; reason: 'claim_lost' };
+
+/**
+ * The end of an exchange, in one statement and so one transaction of its own (one round trip): the
+ * connection, its accounts, the exchange completed with it, and its event; or nothing at all. The
+ * Item's lock is taken first (lock_item_and_check_removal_pending, whose own query reads what committed
+ * before the lock was granted), so this serializes with queueing the Item's removal exactly as a
+ * transaction taking lockItem first would. The unique violations of a duplicate login or an Item
+ * already held are thrown as they are.
+ */
+export async function storeExchangedConnection(
+  db: Queryable,
+  claim: ExchangeClaim,
+  connection: NewConnection,
+  accounts: readonly BankAccount[],
+  event: Pick<EventRecord, 'detail'>,
+): Promise<StoreOutcome> {
+  const { rows } = await db.query<{ removal_pending: boolean; connection_id: string | null }>({
+    // Prepared once per connection where prepared statements are on: one runs for every exchange.
+    name: 'store-exchanged-connection',
+    text: `WITH removal AS MATERIALIZED (
+       SELECT lock_item_and_check_removal_pending($5) AS pending
+     ), new_connection_id AS MATERIALIZED (
+       SELECT nextval(pg_get_serial_sequence('connections', 'id')) AS id
+     ), finished AS (
+       UPDATE exchanges
+          SET state = 'completed', connection_id = (SELECT id FROM new_connection_id), failure_code = NULL,
+              access_token_ciphertext = NULL, updated_at = now()
+        WHERE public_token_fingerprint = $1 AND claim_id = $2 AND state = 'exchanged'
+          AND NOT (SELECT pending FROM removal)
+       RETURNING connection_id
+     ), new_connection AS (
+       INSERT INTO connections (id, subscription_user_id, app_name, provider_item_id, institution_id,
+                                institution_name, access_token_ciphertext, access_token_fingerprint,
+                                accounts_signature)
+       OVERRIDING SYSTEM VALUE
+       SELECT connection_id, $3, $4, $5, $6, $7, $8, $9, $10 FROM finished
+       RETURNING id
+     ), new_accounts AS (
+       INSERT INTO accounts (connection_id, provider_account_id, name, official_name, mask, type, subtype)
+       SELECT new_connection.id, account.*
+         FROM new_connection,
+              unnest($11::text[], $12::text[], $13::text[], $14::text[], $15::text[], $16::text[]) AS account
+     ), completed_event AS (
+       INSERT INTO events (kind, subscription_user_id, app_name, institution_id, detail)
+       SELECT 'exchange_completed', $3, $4, $6, $17::jsonb FROM new_connection
+     )
+     SELECT (SELECT pending FROM removal) AS removal_pending, (SELECT id FROM new_connection) AS connection_id`,
+    values: [
+      claim.fingerprint,
+      claim.claimId,
+      connection.subscriptionUserId,
+      connection.appName,
+      connection.itemId,
+      connection.institutionId,
+      connection.institutionName,
+      connection.accessTokenCiphertext,
+      connection.accessTokenFingerprint,
+      connection.accountsSignature,
+      ...accountColumns(accounts),
+      JSON.stringify(event.detail ?? {}),
+    ],
+  });
+  const row = rows[0]!;
+  if (row.removal_pending) return { stored: false, reason: 'item_removal_pending' };
+  if (row.connection_id === null) return { stored: false, reason: 'claim_lost' };
+  return { stored: true, connectionId: String(row.connection_id) };
+}
+
 /**
  * An exchange that stored its access token and then never finished (the process died) would leave a
  * billed Item nobody knows about: hand its token to the outbox for removal.
@@ -118,13 +328,18 @@ export async function enqueueAbandonedExchanges(db: Queryable, olderThanSeconds:
     `WITH abandoned AS (
        UPDATE exchanges e SET state = 'abandoned', failure_code = 'EXCHANGE_FAILED', access_token_ciphertext = NULL,
                               updated_at = now()
-         FROM (SELECT public_token_fingerprint, provider_item_id, access_token_ciphertext FROM exchanges
+         FROM (SELECT public_token_fingerprint, provider_item_id, access_token_ciphertext, subscription_user_id
+                 FROM exchanges
                 WHERE state = 'exchanged' AND updated_at < now() - make_interval(secs => $1)
                 FOR UPDATE SKIP LOCKED) old
         WHERE e.public_token_fingerprint = old.public_token_fingerprint
-        RETURNING old.provider_item_id, old.access_token_ciphertext)
-     INSERT INTO outbox (kind, reason, provider_item_id, access_token_ciphertext)
-     SELECT 'provider_item_remove', 'exchange_abandoned', provider_item_id, access_token_ciphertext FROM abandoned`,
+        RETURNING old.provider_item_id, old.access_token_ciphertext, old.subscription_user_id)
+     INSERT INTO outbox (kind, reason, provider_item_id, access_token_ciphertext, subscription_user_id)
+     SELECT 'provider_item_remove', 'exchange_abandoned', provider_item_id, access_token_ciphertext,
+            subscription_user_id
+       FROM abandoned
+      -- An update-mode public token names an Item a connection already holds: that Item stays.
+      WHERE NOT EXISTS (SELECT 1 FROM connections c WHERE c.provider_item_id = abandoned.provider_item_id)`,
     [olderThanSeconds],
   );
   return rowCount ?? 0;

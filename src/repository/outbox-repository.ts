@@ -1,88 +1,167 @@
-import type { Queryable } from './connections-repository';
+import type { NotificationType } from '../vocabulary/notification-types';
+import type { RemovalReason } from '../vocabulary/removal-reasons';
+import type { Queryable } from './queryable';
 
-export interface OutboxRow {
+/**
+ * The transactional outbox: work that must follow a committed change, written in the same transaction,
+ * delivered by a worker that leases rows (several instances share them) and retries. Two kinds: an
+ * Item's removal at Plaid, and a notification to the website.
+ */
+export const OUTBOX_KINDS = ['provider_item_remove', 'website_notification'] as const;
+export type OutboxKind = (typeof OUTBOX_KINDS)[number];
+
+/** A leased row: what its handler needs, and the attempt count its lease holds. */
+export interface OutboxLease {
   id: string;
-  provider_item_id: string;
-  access_token_ciphertext: string;
+  kind: OutboxKind;
+  /** Counted at each lease; only the holder of this count may finish the row. */
   attempts: number;
+  /** Attempts since the retry schedule last started (a redelivery restarts it). */
+  attemptsInSchedule: number;
+  itemId: string;
+  accessTokenCiphertext: string | null;
+  webhookId: string | null;
+  body: string | null;
+  createdAt: Date;
 }
 
 export async function enqueueItemRemoval(
   db: Queryable,
-  removal: { reason: string; providerItemId: string; accessTokenCiphertext: string },
+  removal: {
+    reason: RemovalReason;
+    providerItemId: string;
+    accessTokenCiphertext: string;
+    subscriptionUserId?: string | undefined;
+  },
 ): Promise<string> {
   const { rows } = await db.query<{ id: string }>(
-    `INSERT INTO outbox (kind, reason, provider_item_id, access_token_ciphertext)
-     VALUES ('provider_item_remove', $1, $2, $3) RETURNING id`,
-    [removal.reason, removal.providerItemId, removal.accessTokenCiphertext],
+    `INSERT INTO outbox (kind, reason, provider_item_id, access_token_ciphertext, subscription_user_id)
+     VALUES ('provider_item_remove', $1, $2, $3, $4) RETURNING id`,
+    [
+      removal.reason,
+      removal.providerItemId,
+      removal.accessTokenCiphertext,
+      removal.subscriptionUserId ?? null,
+    ],
+  );
+  return (rows[0] as { id: string }).id;
+}
+
+export async function enqueueNotification(
+  db: Queryable,
+  notification: {
+    webhookId: string;
+    type: NotificationType;
+    itemId: string;
+    subscriptionUserId: string;
+    body: string;
+  },
+): Promise<string> {
+  const { rows } = await db.query<{ id: string }>(
+    `INSERT INTO outbox (kind, webhook_id, notification_type, provider_item_id, subscription_user_id, body)
+     VALUES ('website_notification', $1, $2, $3, $4, $5) RETURNING id`,
+    [
+      notification.webhookId,
+      notification.type,
+      notification.itemId,
+      notification.subscriptionUserId,
+      notification.body,
+    ],
   );
   return (rows[0] as { id: string }).id;
 }
 
 /**
- * Leases due rows: `next_attempt_at` moves past the lease, so a worker that dies mid-call leaves the
- * row to be picked up again once the lease runs out. SKIP LOCKED lets several instances share the work.
+ * Leases due rows of one kind: `next_attempt_at` moves past the lease, so a worker that dies mid-call
+ * leaves the row to be picked up again once the lease runs out. SKIP LOCKED lets several instances
+ * share the work.
  */
-export async function leaseDueRemovals(
+export async function leaseDueRows(
   db: Queryable,
-  options: { limit: number; leaseSeconds: number; id?: string },
-): Promise<OutboxRow[]> {
-  const { rows } = await db.query<OutboxRow>(
-    `UPDATE outbox SET attempts = attempts + 1, next_attempt_at = now() + make_interval(secs => $2)
+  options: { kind: OutboxKind; limit: number; leaseSeconds: number; id?: string },
+): Promise<OutboxLease[]> {
+  const { rows } = await db.query<OutboxLease>(
+    `UPDATE outbox SET attempts = attempts + 1, next_attempt_at = now() + make_interval(secs => $3)
       WHERE id IN (
         SELECT id FROM outbox
-         WHERE state = 'pending' AND next_attempt_at <= now() AND ($3::bigint IS NULL OR id = $3::bigint)
+         WHERE kind = $1 AND state = 'pending' AND next_attempt_at <= now()
+           AND ($4::bigint IS NULL OR id = $4::bigint)
          ORDER BY next_attempt_at
-         LIMIT $1
+         LIMIT $2
          FOR UPDATE SKIP LOCKED)
-      RETURNING id, provider_item_id, access_token_ciphertext, attempts`,
-    [options.limit, options.leaseSeconds, options.id ?? null],
+      RETURNING id, kind, attempts, attempts - retry_from_attempt AS "attemptsInSchedule",
+                provider_item_id AS "itemId", access_token_ciphertext AS "accessTokenCiphertext",
+                webhook_id AS "webhookId", body, created_at AS "createdAt"`,
+    [options.kind, options.limit, options.leaseSeconds, options.id ?? null],
   );
   return rows;
 }
 
 /** Who holds a lease: the row, and its attempt count when leased (each lease increments it). */
-export interface RemovalLease {
+export interface LeaseHolder {
   id: string;
   attempts: number;
 }
 
 /**
  * Only the lease holder may finish a row: once a lease runs out another worker may lease the row again
- * (attempts moves on), and the first worker's late answer must then change nothing.
- * False when the lease was lost.
+ * (attempts moves on), and the first worker's late answer must then change nothing. Its token, if it
+ * had one, goes with it. False when the lease was lost.
  */
-export async function markRemovalDone(db: Queryable, lease: RemovalLease): Promise<boolean> {
+export async function markRowDone(
+  db: Queryable,
+  lease: LeaseHolder,
+  outcome: { status?: number | undefined } = {},
+): Promise<boolean> {
   const { rowCount } = await db.query(
-    `UPDATE outbox SET state = 'done', completed_at = now(), access_token_ciphertext = NULL, last_error = NULL
+    `UPDATE outbox SET state = 'done', completed_at = now(), access_token_ciphertext = NULL, last_error = NULL,
+                       last_status = $3
       WHERE id = $1 AND state = 'pending' AND attempts = $2`,
-    [lease.id, lease.attempts],
+    [lease.id, lease.attempts, outcome.status ?? null],
   );
   return rowCount === 1;
 }
 
 /**
- * Records a failed attempt by the lease holder: retried after `retryInSeconds`, or dead once the row
- * is older than the retry horizon (counted from `created_at`, which an admin retry restarts).
- * Returns the row's new state, or undefined when the lease was lost.
+ * When a failing row gives up: at once (`now: true`), never (`now: false`), or once it is older than a
+ * horizon (from `created_at`).
  */
-export async function recordFailedRemoval(
+export type GiveUp = { now: boolean } | { afterHours: number };
+
+/**
+ * Records a failed attempt by the lease holder: retried after `retryInSeconds`, or dead as `giveUp`
+ * says. An attempt that learnt nothing (`error` null: the call never left the service) keeps the last
+ * real cause. Returns the row's new state, or undefined when the lease was lost.
+ */
+export async function recordFailedAttempt(
   db: Queryable,
-  lease: RemovalLease,
-  failure: { error: string; retryInSeconds: number; retryHorizonHours: number },
+  lease: LeaseHolder,
+  failure: { error: string | null; status?: number | undefined; retryInSeconds: number; giveUp: GiveUp },
 ): Promise<'pending' | 'dead' | undefined> {
+  const { now, afterHours } = failure.giveUp as { now?: boolean; afterHours?: number };
   const { rows } = await db.query<{ state: 'pending' | 'dead' }>(
-    `UPDATE outbox SET last_error = $3, next_attempt_at = now() + make_interval(secs => $4),
-                       state = CASE WHEN created_at <= now() - make_interval(hours => $5) THEN 'dead'
+    `UPDATE outbox SET last_error = coalesce($3, last_error),
+                       last_status = CASE WHEN $3::text IS NULL THEN last_status ELSE $4::int END,
+                       next_attempt_at = now() + make_interval(secs => $5),
+                       state = CASE WHEN $6::boolean OR ($7::int IS NOT NULL AND created_at <= now() - make_interval(hours => $7::int))
+                                    THEN 'dead'
                                     ELSE 'pending' END
       WHERE id = $1 AND state = 'pending' AND attempts = $2
       RETURNING state`,
-    [lease.id, lease.attempts, failure.error, failure.retryInSeconds, failure.retryHorizonHours],
+    [
+      lease.id,
+      lease.attempts,
+      failure.error,
+      failure.status ?? null,
+      failure.retryInSeconds,
+      now ?? false,
+      afterHours ?? null,
+    ],
   );
   return rows[0]?.state;
 }
 
-export interface RevivedRemoval {
+export interface RevivedRow {
   id: string;
   provider_item_id: string;
   last_error: string | null;
@@ -91,19 +170,140 @@ export interface RevivedRemoval {
 }
 
 /**
- * Hands dead removals back to the worker: pending, due now, with a fresh retry horizon (`created_at`
- * restarts, since the horizon counts from it). `attempts` keeps counting, so a lease taken before the
- * row died can never match again. All dead rows, or only those of `ids`.
+ * Hands dead removals back to the worker: pending, due now, with a fresh retry horizon (`created_at`,
+ * which the horizon counts from). `attempts` keeps counting, so a lease taken before the row died can
+ * never match again. All dead removals, or only those of `ids`.
  */
-export async function reviveDeadRemovals(db: Queryable, ids?: string[]): Promise<RevivedRemoval[]> {
-  const { rows } = await db.query<RevivedRemoval>(
+export async function reviveDeadRemovals(db: Queryable, ids?: string[]): Promise<RevivedRow[]> {
+  const { rows } = await db.query<RevivedRow>(
     `UPDATE outbox o SET state = 'pending', next_attempt_at = now(), created_at = now()
        FROM (SELECT id, created_at FROM outbox
-              WHERE state = 'dead' AND ($1::bigint[] IS NULL OR id = ANY($1::bigint[]))
+              WHERE kind = 'provider_item_remove' AND state = 'dead'
+                AND ($1::bigint[] IS NULL OR id = ANY($1::bigint[]))
               FOR UPDATE) dead
       WHERE o.id = dead.id AND o.state = 'dead'
       RETURNING o.id, o.provider_item_id, o.last_error, dead.created_at AS previous_created_at`,
     [ids ?? null],
   );
   return rows;
+}
+
+/** Rows still pending and dead, of one kind, for the admin figures. */
+export async function countUnfinishedRows(
+  db: Queryable,
+  kind: OutboxKind,
+): Promise<{ state: string; count: number }[]> {
+  const { rows } = await db.query<{ state: string; count: number }>(
+    `SELECT state, count(*)::int AS count FROM outbox WHERE kind = $1 AND state <> 'done' GROUP BY state`,
+    [kind],
+  );
+  return rows;
+}
+
+/** Notifications delivered in the 24 hours before `now`, for the admin figures. */
+export async function countRecentlyDeliveredNotifications(db: Queryable, now: Date): Promise<number> {
+  const { rows } = await db.query<{ count: number }>(
+    `SELECT count(*)::int AS count FROM outbox
+      WHERE kind = 'website_notification' AND state = 'done'
+        AND completed_at > $1::timestamptz - interval '24 hours' AND completed_at <= $1::timestamptz`,
+    [now],
+  );
+  return (rows[0] as { count: number }).count;
+}
+
+/** An outbox row as operators list it: never a token, nor a notification's body (the website has it). */
+export interface OutboxListRow {
+  id: string;
+  /** A removal's reason. */
+  reason: RemovalReason | null;
+  /** A notification's type. */
+  type: NotificationType | null;
+  item_id: string;
+  subscription_user_id: string | null;
+  state: 'pending' | 'done' | 'dead';
+  attempts: number;
+  last_status: number | null;
+  last_error: string | null;
+  next_attempt_at: Date;
+  created_at: Date;
+  completed_at: Date | null;
+}
+
+/** Keyset pages of one kind's rows in one state, oldest first. */
+export async function listOutboxPage(
+  db: Queryable,
+  filter: {
+    kind: OutboxKind;
+    state: 'pending' | 'done' | 'dead';
+    afterId?: string | undefined;
+    limit: number;
+  },
+): Promise<OutboxListRow[]> {
+  const { rows } = await db.query<OutboxListRow>(
+    `SELECT id, reason, notification_type AS type, provider_item_id AS item_id, subscription_user_id, state,
+            attempts, last_status, last_error, next_attempt_at, created_at, completed_at
+       FROM outbox
+      WHERE kind = $1 AND state = $2 AND ($3::bigint IS NULL OR id > $3::bigint)
+      ORDER BY id LIMIT $4`,
+    [filter.kind, filter.state, filter.afterId ?? null, filter.limit],
+  );
+  return rows;
+}
+
+/**
+ * Sends notifications again: those of `ids` that failed or were delivered (one already pending is on
+ * its way), or every failed one without ids. Each starts the retry schedule afresh, due now, with its
+ * `webhook-id` and body unchanged (the website's deduplication sees the same message). Returns the ids.
+ */
+export async function requeueNotifications(db: Queryable, ids?: string[]): Promise<string[]> {
+  const { rows } = await db.query<{ id: string }>(
+    `UPDATE outbox SET state = 'pending', next_attempt_at = now(), retry_from_attempt = attempts, completed_at = NULL
+      WHERE kind = 'website_notification'
+        AND CASE WHEN $1::bigint[] IS NULL THEN state = 'dead' ELSE state IN ('dead', 'done') AND id = ANY($1::bigint[]) END
+      RETURNING id`,
+    [ids ?? null],
+  );
+  return rows.map((row) => row.id);
+}
+
+/** Delivered notifications older than `days`, in one bounded batch; how many went. */
+export async function pruneDeliveredNotifications(
+  db: Queryable,
+  days: number,
+  batch = 1_000,
+): Promise<number> {
+  const { rowCount } = await db.query(
+    `DELETE FROM outbox WHERE id IN (
+       SELECT id FROM outbox
+        WHERE kind = 'website_notification' AND state = 'done' AND completed_at < now() - make_interval(days => $1)
+        LIMIT $2)`,
+    [days, batch],
+  );
+  return rowCount ?? 0;
+}
+
+/** An Item's removal that has not been confirmed at the provider, as operators read it; never its token. */
+export interface UnfinishedItemRemoval {
+  id: string;
+  state: 'pending' | 'dead';
+  reason: RemovalReason;
+  attempts: number;
+  last_status: number | null;
+  last_error: string | null;
+  next_attempt_at: Date;
+  created_at: Date;
+}
+
+/** The newest pending or dead removal of this Item, if any (the few unfinished rows are indexed by state). */
+export async function findUnfinishedItemRemoval(
+  db: Queryable,
+  itemId: string,
+): Promise<UnfinishedItemRemoval | undefined> {
+  const { rows } = await db.query<UnfinishedItemRemoval>(
+    `SELECT id, state, reason, attempts, last_status, last_error, next_attempt_at, created_at FROM outbox
+      WHERE provider_item_id = $1 AND kind = 'provider_item_remove' AND state IN ('pending', 'dead')
+      ORDER BY created_at DESC, id DESC LIMIT 1`,
+    [itemId],
+  );
+  return rows[0];
 }

@@ -1,4 +1,4 @@
-import type { Queryable } from './connections-repository';
+import { COMMIT_ASYNCHRONOUSLY, type Queryable } from './queryable';
 
 /** A counter as it stands after this request was counted: points in its window, and when it ends. */
 export interface RateLimitCounter {
@@ -20,13 +20,33 @@ export interface RateLimitSpent {
   total: RateLimitCounter | undefined;
 }
 
+/** One request to count in a statement that does more (the exchange's claim), with its limits and window. */
+export interface RateLimitCount extends RateLimitSpend {
+  totalLimit: number;
+  /** Milliseconds since the epoch. */
+  now: number;
+  windowMs: number;
+}
+
+/**
+ * The upsert of an `INSERT INTO rate_limits AS counter (key, points, expire)`: the points are added to
+ * a counter whose window is still open at `now` (a parameter or an expression), else start it again.
+ */
+export function countInWindow(now: string): string {
+  return `ON CONFLICT (key) DO UPDATE SET
+         points = CASE WHEN counter.expire > ${now} THEN counter.points + excluded.points ELSE excluded.points END,
+         expire = CASE WHEN counter.expire > ${now} THEN counter.expire ELSE excluded.expire END`;
+}
+
 /**
  * Counts requests, many in one statement (one round trip, one commit): each on its user's counter
  * and, only when the user is still within their limit, on the service-wide counter. Requests are
  * counted in the order given, so each gets the count it would have had alone; the same key may appear
  * more than once. Each counter is an upsert, so concurrent statements (from any instance) count
  * exactly; rows are locked in one order (users by key, then service-wide counters), so two statements
- * never wait for each other in a circle. A counter whose window has ended starts again.
+ * never wait for each other in a circle. A counter whose window has ended starts again. The statement
+ * commits without waiting for the disk: a counter lost in a database crash only lets a few more
+ * requests through in that minute.
  */
 export async function spendRateLimitPoints(
   db: Queryable,
@@ -39,17 +59,16 @@ export async function spendRateLimitPoints(
     total_points: string | null;
     total_expire: string | null;
   }>({
-    // Prepared once per connection: planning this statement costs more than running it.
+    // Prepared once per connection where prepared statements are on: planning it costs more than running it.
     name: 'spend-rate-limit-points',
     text: `WITH request AS (
        SELECT * FROM unnest($1::varchar[], $2::integer[], $3::varchar[])
          WITH ORDINALITY AS given(user_key, user_limit, total_key, position)
+       WHERE ${COMMIT_ASYNCHRONOUSLY}
      ), user_counter AS (
        INSERT INTO rate_limits AS counter (key, points, expire)
        SELECT user_key, count(*), $5::bigint FROM request GROUP BY user_key ORDER BY user_key
-       ON CONFLICT (key) DO UPDATE SET
-         points = CASE WHEN counter.expire > $4 THEN counter.points + excluded.points ELSE excluded.points END,
-         expire = CASE WHEN counter.expire > $4 THEN counter.expire ELSE excluded.expire END
+       ${countInWindow('$4')}
        RETURNING key, points, expire
      ), user_counted AS (
        SELECT request.position, request.total_key, request.user_limit, user_counter.expire AS user_expire,
@@ -67,9 +86,7 @@ export async function spendRateLimitPoints(
      ), total_counter AS (
        INSERT INTO rate_limits AS counter (key, points, expire)
        SELECT total_key, count(*), $5::bigint FROM total_counted GROUP BY total_key ORDER BY total_key
-       ON CONFLICT (key) DO UPDATE SET
-         points = CASE WHEN counter.expire > $4 THEN counter.points + excluded.points ELSE excluded.points END,
-         expire = CASE WHEN counter.expire > $4 THEN counter.expire ELSE excluded.expire END
+       ${countInWindow('$4')}
        RETURNING key, points, expire
      )
      SELECT user_counted.user_points, user_counted.user_expire,

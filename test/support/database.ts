@@ -7,10 +7,46 @@ function serverUrl(): string {
   return url;
 }
 
-export function databaseUrl(name: string): string {
-  const url = new URL(serverUrl());
+/** A run with TEST_DB=pgbouncer: the services the tests start reach Postgres through PgBouncer. */
+export const behindPooler = process.env.TEST_POOLER_URL !== undefined;
+
+function withDatabase(base: string, name: string): string {
+  const url = new URL(base);
   url.pathname = `/${name}`;
   return url.toString();
+}
+
+/** A database as the service reaches it: through PgBouncer in a run behind it, else directly. */
+export function databaseUrl(name: string): string {
+  return withDatabase(process.env.TEST_POOLER_URL ?? serverUrl(), name);
+}
+
+/** The same database on the server itself, as DATABASE_DIRECT_URL names it. */
+export function directDatabaseUrl(name: string): string {
+  return withDatabase(serverUrl(), name);
+}
+
+/**
+ * What a process the tests start needs beside DATABASE_URL, as an operator behind PgBouncer would set
+ * it: DATABASE_DIRECT_URL to the server itself, for the migrations. Nothing on a direct run.
+ */
+export function poolerEnvironment(env: Record<string, string | undefined>): Record<string, string> {
+  const pooler = process.env.TEST_POOLER_URL;
+  if (!pooler || !env.DATABASE_URL || env.DATABASE_DIRECT_URL !== undefined) return {};
+  const url = new URL(env.DATABASE_URL);
+  if (url.host !== new URL(pooler).host) return {};
+  return { DATABASE_DIRECT_URL: directDatabaseUrl(decodeURIComponent(url.pathname.slice(1))) };
+}
+
+/**
+ * `describe`, or in a run behind PgBouncer `describe.skip`, saying why in its title: for tests of the
+ * direct connection itself (breaking it, restarting it, migrating over it), which the direct runs cover.
+ */
+export function describeOnDirectConnection(reason: string) {
+  return (name: string, tests: () => void) =>
+    behindPooler
+      ? describe.skip(`${name} [direct connection only: ${reason}]`, tests)
+      : describe(name, tests);
 }
 
 /** Runs one statement on the server's maintenance database. */
@@ -26,7 +62,10 @@ export async function onServer<T>(work: (client: Client) => Promise<T>): Promise
 
 export interface TestDatabase {
   name: string;
+  /** As the service reaches it (through PgBouncer in a run behind it). */
   url: string;
+  /** On the server itself. */
+  directUrl: string;
   drop(): Promise<void>;
 }
 
@@ -38,6 +77,7 @@ export async function createTestDatabase(options: { empty?: boolean } = {}): Pro
   return {
     name,
     url: databaseUrl(name),
+    directUrl: directDatabaseUrl(name),
     drop: () =>
       onServer((client) => client.query(`DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`)).then(
         () => undefined,
@@ -53,6 +93,26 @@ export async function takeDatabaseDown(name: string): Promise<void> {
   });
 }
 
+/**
+ * Ends an outage, and returns once the database answers the way the service reaches it: at once on a
+ * direct connection; behind PgBouncer, once the pooler has logged in to it again (it retries every
+ * server_login_retry, refusing clients meanwhile).
+ */
 export async function bringDatabaseUp(name: string): Promise<void> {
   await onServer((client) => client.query(`ALTER DATABASE "${name}" ALLOW_CONNECTIONS true`));
+  const deadline = Date.now() + 10_000;
+  for (;;) {
+    const client = new Client({ connectionString: databaseUrl(name), connectionTimeoutMillis: 2_000 });
+    client.on('error', () => undefined);
+    try {
+      await client.connect();
+      await client.query('SELECT 1');
+      return;
+    } catch (error) {
+      if (Date.now() > deadline) throw error;
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    } finally {
+      await client.end().catch(() => undefined);
+    }
+  }
 }

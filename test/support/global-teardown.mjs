@@ -3,6 +3,7 @@ import pg from 'pg';
 
 /** Drops only the databases this run created (all named after its run id). */
 export default async function globalTeardown() {
+  await globalThis.__pgbouncer?.stop();
   const serverUrl = process.env.TEST_SERVER_URL;
   const runId = process.env.TEST_RUN_ID;
   if (serverUrl && runId) {

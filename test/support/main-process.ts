@@ -2,6 +2,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import { poolerEnvironment } from './database';
 
 const MAIN = path.resolve(__dirname, '..', '..', 'dist', 'main.js');
 
@@ -30,11 +31,15 @@ export function removeTempDirs(dirs: string[]): void {
 }
 
 /**
- * Runs `node dist/main.js` (what `npm start` execs) with exactly `env`, and resolves once it says it
- * listens (and, without Plaid credentials, where its built-in emulator is).
+ * Runs `node dist/main.js` (what `npm start` execs) with exactly `env` (behind PgBouncer, with the
+ * DATABASE_DIRECT_URL an operator would add), and resolves once it says it listens (and, without Plaid
+ * credentials, where its built-in emulator is).
  */
 export async function startMainProcess(env: Record<string, string>, main = MAIN): Promise<MainProcess> {
-  const child = spawn(process.execPath, [main], { env: { PATH: process.env.PATH ?? '', ...env } });
+  // The metrics listener is off unless a test asks for it: several services run at once here.
+  const child = spawn(process.execPath, [main], {
+    env: { PATH: process.env.PATH ?? '', METRICS_PORT: '0', ...env, ...poolerEnvironment(env) },
+  });
   const output: string[] = [];
   const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
   const expectsEmulator = !env.PLAID_CLIENT_ID;
@@ -65,7 +70,10 @@ export async function startMainProcess(env: Record<string, string>, main = MAIN)
           }
         }
       });
-      void exited.then(() => reject(new Error(`service exited early:\n${output.join('\n')}`)));
+      void exited.then(() => {
+        clearTimeout(timer);
+        reject(new Error(`service exited early:\n${output.join('\n')}`));
+      });
     },
   );
   return { child, output, exited, ...found, emulatorUrl: found.emulatorUrl };

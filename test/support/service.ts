@@ -6,7 +6,7 @@ import { Writable } from 'node:stream';
 import type { Express } from 'express';
 import request from 'supertest';
 import { createApp } from '../../src/app';
-import { loadConfig, type Config } from '../../src/config';
+import { loadConfig, type Config } from '../../src/config/load-config';
 import {
   buildDependencies,
   toAppDependencies,
@@ -14,8 +14,8 @@ import {
   type DependencyOverrides,
 } from '../../src/dependencies';
 import { PlaidEmulator } from '../../src/emulator/plaid-emulator';
-import { createLogger } from '../../src/logger';
-import { createTestDatabase, type TestDatabase } from './database';
+import { createLogger } from '../../src/observability/logger';
+import { behindPooler, createTestDatabase, type TestDatabase } from './database';
 
 export const INTERNAL_SECRET = `internal-${randomBytes(16).toString('hex')}`;
 export const ROTATED_INTERNAL_SECRET = `internal-next-${randomBytes(16).toString('hex')}`;
@@ -40,6 +40,8 @@ export function testEnvironment(overrides: Record<string, string> = {}): Record<
     RATE_LIMIT_EXCHANGES_PER_MINUTE: '1000',
     RATE_LIMIT_REMOVALS_PER_MINUTE: '1000',
     PLAID_TIMEOUT_MS: '2000',
+    // As an operator behind PgBouncer 1.18 sets it: it does not keep prepared statements.
+    ...(behindPooler ? { DATABASE_PREPARED_STATEMENTS: 'false' } : {}),
     ...overrides,
   };
 }
@@ -93,6 +95,7 @@ export async function startService(options: ServiceOptions = {}): Promise<Servic
     hooks: options.hooks,
     poolMax: options.poolMax,
     removalWaitMs: options.removalWaitMs,
+    processMetrics: false,
   });
   const app = createApp(toAppDependencies(config, logger, deps));
   return {
@@ -117,8 +120,40 @@ export async function startService(options: ServiceOptions = {}): Promise<Servic
   };
 }
 
+/**
+ * `count` instances of the service on one database and one "Plaid". Each app has pools of its own:
+ * another process as far as the database can tell. Instances of one service share its keys, or none
+ * could read the others' fingerprints and tokens.
+ */
+export async function startInstances(count: number): Promise<ServiceContext[]> {
+  const first = await startService();
+  const instances = [first];
+  while (instances.length < count) {
+    instances.push(
+      await startService({
+        database: first.database,
+        emulator: first.emulator,
+        env: {
+          TOKEN_ENCRYPTION_KEY: first.env.TOKEN_ENCRYPTION_KEY!,
+          TOKEN_HMAC_KEY: first.env.TOKEN_HMAC_KEY!,
+        },
+      }),
+    );
+  }
+  return instances;
+}
+
+/** Closes what startInstances started; the first instance, which owns the database and "Plaid", last. */
+export async function closeInstances(instances: ServiceContext[]): Promise<void> {
+  for (const instance of instances.slice(1).reverse()) await instance.close();
+  await instances[0]?.close();
+}
+
 /** What Plaid Link would hand the website after the user logged in at `institutionId`. */
-export function linkPublicToken(context: ServiceContext, institutionId = 'ins_109508'): string {
+export function linkPublicToken(
+  context: Pick<ServiceContext, 'emulator'>,
+  institutionId = 'ins_109508',
+): string {
   return context.emulator.createPublicToken(institutionId);
 }
 
@@ -126,28 +161,6 @@ let userCounter = 0;
 export function uniqueUserId(prefix = 'user'): string {
   userCounter += 1;
   return `${prefix}-${process.pid}-${userCounter}-${randomBytes(3).toString('hex')}`;
-}
-
-export async function connectInstitution(
-  context: ServiceContext,
-  subscriptionUserId: string,
-  institutionId = 'ins_109508',
-): Promise<{ accessToken: string; accountIds: string[] }> {
-  const response = await context.http
-    .post('/exchange-public-token')
-    .set(asWebsite)
-    .send({
-      public_token: linkPublicToken(context, institutionId),
-      subscription_user_id: subscriptionUserId,
-      app_name: 'Budget App',
-    });
-  if (response.status !== 200)
-    throw new Error(`exchange failed: ${response.status} ${JSON.stringify(response.body)}`);
-  const accounts = response.body.accounts as { provider_account_id: string; access_token: string }[];
-  return {
-    accessToken: accounts[0]!.access_token,
-    accountIds: accounts.map((account) => account.provider_account_id),
-  };
 }
 
 export const problemShape = {
@@ -158,6 +171,14 @@ export const problemShape = {
   code: expect.any(String),
   request_id: expect.any(String),
 };
+
+/** The 400 problem of a body whose fields are refused, naming exactly these. */
+export const validationProblem = (errors: { field: string; message: unknown }[]) => ({
+  ...problemShape,
+  status: 400,
+  code: 'VALIDATION_FAILED',
+  errors,
+});
 
 /** Rows of a table as plain objects, for asserting what the database holds. */
 export async function rowsOf(

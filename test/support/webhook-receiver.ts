@@ -13,11 +13,14 @@ export interface ReceivedWebhook {
 export class WebhookReceiver {
   readonly received: ReceivedWebhook[] = [];
   status = 200;
+  /** Headers every answer carries (e.g. a Retry-After). */
+  headers: Record<string, string> = {};
   private server: http.Server | undefined;
   private holding = false;
   private held: (() => void)[] = [];
 
-  async start(): Promise<this> {
+  /** Listens on 127.0.0.1, on `port` when given (to come back where it was after `close()`). */
+  async start(port = 0): Promise<this> {
     this.server = http.createServer((req, res) => {
       const chunks: Buffer[] = [];
       req.on('data', (chunk: Buffer) => chunks.push(chunk));
@@ -29,18 +32,27 @@ export class WebhookReceiver {
           raw,
           body: JSON.parse(raw.toString('utf8')) as Record<string, unknown>,
         });
-        const answer = () => res.writeHead(this.status).end();
+        const answer = () => res.writeHead(this.status, this.headers).end();
         if (this.holding) this.held.push(answer);
         else answer();
       });
     });
-    await new Promise<void>((resolve) => this.server?.listen(0, '127.0.0.1', resolve));
+    await new Promise<void>((resolve, reject) => {
+      this.server?.once('error', reject);
+      this.server?.listen(port, '127.0.0.1', () => {
+        this.server?.removeListener('error', reject);
+        resolve();
+      });
+    });
     return this;
   }
 
   url(path = '/hook'): string {
-    const address = this.server?.address() as AddressInfo;
-    return `http://127.0.0.1:${address.port}${path}`;
+    return `http://127.0.0.1:${this.port()}${path}`;
+  }
+
+  port(): number {
+    return (this.server?.address() as AddressInfo).port;
   }
 
   /** Hold every answer until `release()`, like an endpoint that is slow to respond. */

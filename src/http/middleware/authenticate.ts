@@ -53,7 +53,7 @@ export function requireRole(...roles: Role[]) {
       throw new AppError('FORBIDDEN', {
         detail:
           res.locals.role === 'admin'
-            ? 'The admin secret may only call /admin endpoints.'
+            ? 'The admin secret may not call the website’s endpoints (only /admin, /connection-status and the API description).'
             : 'This secret may not call /admin endpoints.',
       });
     }

@@ -1,19 +1,25 @@
 import type { NextFunction, Request, Response } from 'express';
 import { AppError, ERROR_REGISTRY, type RateLimitState } from '../../errors';
-import type { Logger } from '../../logger';
-import { MAX_DETAIL_LENGTH, problemType } from '../schemas';
+import type { Logger } from '../../observability/logger';
+import { describeBytes } from '../body-limits';
+import { noteProblem } from './request-log';
+import { MAX_DETAIL_LENGTH, problemType } from '../schemas/common-schemas';
 
 export const PROBLEM_CONTENT_TYPE = 'application/problem+json';
 
-const BODY_PARSER_ERRORS: Record<string, () => AppError> = {
+const BODY_PARSER_ERRORS: Record<string, (error: { limit?: unknown }) => AppError> = {
   'entity.parse.failed': () =>
     new AppError('MALFORMED_JSON', { detail: 'The request body is not valid JSON.' }),
   // The only verify step is the UTF-8 check.
   'entity.verify.failed': () =>
     new AppError('MALFORMED_JSON', { detail: 'The request body is not valid UTF-8.' }),
-  'entity.too.large': () =>
+  // The parser says which limit refused the body: each route has its own.
+  'entity.too.large': (error) =>
     new AppError('PAYLOAD_TOO_LARGE', {
-      detail: 'The request body is over 16 kB.',
+      detail:
+        typeof error.limit === 'number'
+          ? `The request body is over ${describeBytes(error.limit)}.`
+          : 'The request body is too large.',
     }),
   'encoding.unsupported': () =>
     new AppError('UNSUPPORTED_MEDIA_TYPE', {
@@ -34,7 +40,9 @@ const internalError = () =>
 export function toAppError(error: unknown): AppError {
   if (error instanceof AppError) return error;
   const type = (error as { type?: unknown })?.type;
-  if (typeof type === 'string' && BODY_PARSER_ERRORS[type]) return BODY_PARSER_ERRORS[type]();
+  if (typeof type === 'string' && BODY_PARSER_ERRORS[type]) {
+    return BODY_PARSER_ERRORS[type](error as { limit?: unknown });
+  }
   const status = (error as { status?: unknown })?.status;
   if (typeof status === 'number' && status >= 400 && status < 500) {
     return new AppError('BAD_REQUEST', { detail: 'The request could not be read.' });
@@ -87,9 +95,11 @@ export function notFoundHandler(req: Request, _res: Response, next: NextFunction
 export function problemHandler(logger: Logger) {
   return (error: unknown, req: Request, res: Response, _next: NextFunction): void => {
     const problem = toAppError(error);
-    const log = req.log ?? logger;
-    if (statusOf(problem) >= 500) log.error({ err: error, code: problem.code }, 'request failed');
-    else log.debug({ code: problem.code }, 'request refused');
+    noteProblem(res, { code: problem.code, ...problem.logFields });
+    // The request's own line says what was answered (its code, and why); only what the service did not
+    // expect gets a line of its own, with its stack, to find the bug by.
+    if (!(error instanceof AppError))
+      (req.log ?? logger).error({ err: error, code: problem.code }, 'request failed');
     if (res.headersSent) {
       res.destroy();
       return;

@@ -1,6 +1,10 @@
 import { randomUUID } from 'node:crypto';
 import type { NextFunction, Request, Response } from 'express';
-import { redactUrl, runInRequest, type Logger } from '../../logger';
+import { performance } from 'node:perf_hooks';
+import { trace } from '@opentelemetry/api';
+import { redactUrl, runInRequest, type Logger } from '../../observability/logger';
+import type { ServiceMetrics } from '../../observability/metrics';
+import type { MatchedRoute } from '../route-matcher';
 
 declare module 'http' {
   interface IncomingMessage {
@@ -12,6 +16,34 @@ declare module 'http' {
 }
 
 const REQUEST_ID_PATTERN = /^[A-Za-z0-9._:-]{1,128}$/;
+/** A URL in a log line is cut here: a hostile 15 kB query must not become 15 kB of log. */
+const MAX_LOGGED_URL_LENGTH = 512;
+
+export interface RequestLogOptions {
+  /** Whether the caller's X-Request-Id is taken for a request to this path (not on public routes). */
+  acceptsRequestId?: (path: string) => boolean;
+  /** The declared route of a path (see matchRoutes); undefined for one no endpoint declares. */
+  routeOf?: (path: string) => MatchedRoute | undefined;
+  /** Every answered request is one observation of http_server_request_duration_seconds. */
+  metrics?: Pick<ServiceMetrics, 'observeHttpRequest'>;
+}
+
+/** Who a request is about, when it names them: ids only, taken from its validated input. */
+export interface RequestSubjects {
+  subscription_user_id?: string;
+  item_id?: string;
+}
+
+export function noteSubjects(res: Response, subjects: RequestSubjects): void {
+  res.locals.subjects = subjects;
+}
+
+const cut = (text: string, length: number) => (text.length > length ? `${text.slice(0, length)}…` : text);
+
+/** What the problem handler learnt about a refused request, for its one log line (ids and codes only). */
+export function noteProblem(res: Response, fields: Record<string, string | number | boolean>): void {
+  res.locals.problem = fields;
+}
 
 /**
  * The request log: one line per request, when its answer is sent or its connection closes first,
@@ -23,31 +55,51 @@ const REQUEST_ID_PATTERN = /^[A-Za-z0-9._:-]{1,128}$/;
  * was a tenth of the service's CPU time per link token. Headers are left out on purpose: they carry
  * X-Internal-Secret.
  */
-export function logRequests(logger: Logger) {
+export function logRequests(logger: Logger, options: RequestLogOptions = {}) {
+  const acceptsRequestId = options.acceptsRequestId ?? (() => true);
+  const routeOf = options.routeOf ?? (() => undefined);
   return (req: Request, res: Response, next: NextFunction): void => {
-    const started = Date.now();
+    const started = performance.now();
     const sent = req.get('x-request-id');
-    const id = sent !== undefined && REQUEST_ID_PATTERN.test(sent) ? sent : randomUUID();
+    const id =
+      sent !== undefined && REQUEST_ID_PATTERN.test(sent) && acceptsRequestId(req.path) ? sent : randomUUID();
     res.setHeader('X-Request-Id', id);
     req.id = id;
     req.log = logger.child({ request_id: id });
     // Taken now: routers rewrite req.url on the way.
     const method = req.method;
     const url = req.originalUrl;
+    const route = routeOf(req.path);
+    // With tracing on, the request's span is named for its route template, as its log line is.
+    const span = trace.getActiveSpan();
+    if (span) {
+      span.updateName(`${method} ${route?.template ?? 'unmatched'}`);
+      if (route) span.setAttribute('http.route', route.template);
+    }
     const finished = (error?: Error) => {
       res.removeListener('finish', finished);
       res.removeListener('close', finished);
       res.removeListener('error', finished);
-      const route = routeOf(req);
-      req.log[error || res.statusCode >= 500 ? 'error' : 'info'](
+      const seconds = (performance.now() - started) / 1000;
+      const template = route?.template ?? 'unmatched';
+      options.metrics?.observeHttpRequest(method, template, res.statusCode, seconds);
+      const level =
+        error || res.statusCode >= 500
+          ? 'error'
+          : route?.quietWhenHealthy && res.statusCode < 400
+            ? 'debug'
+            : 'info';
+      req.log[level](
         {
-          req: { method, url: redactUrl(url) },
+          req: { method, url: cut(redactUrl(url), MAX_LOGGED_URL_LENGTH) },
           ...(error ? { err: error } : {}),
-          duration_ms: Date.now() - started,
-          route,
+          duration_ms: Math.round(seconds * 1000),
+          route: template,
           status: res.statusCode,
+          ...(res.locals.subjects as RequestSubjects | undefined),
+          ...(res.locals.problem as Record<string, unknown> | undefined),
         },
-        `${method} ${route ?? 'unmatched'} ${res.statusCode}`,
+        `${method} ${template} ${res.statusCode}`,
       );
     };
     res.on('finish', finished);
@@ -55,10 +107,4 @@ export function logRequests(logger: Logger) {
     res.on('error', finished);
     runInRequest(id, next);
   };
-}
-
-/** The matched route pattern, not the URL: ids in paths stay out of the aggregate. */
-function routeOf(req: Request): string | undefined {
-  const path = (req as Request & { route?: { path?: unknown } }).route?.path;
-  return typeof path === 'string' ? `${req.baseUrl}${path}` : undefined;
 }

@@ -1,0 +1,217 @@
+import type { PoolClient } from '../../db/pool';
+import { countAccounts, deleteAccount, insertAccounts } from '../../repository/accounts-repository';
+import {
+  deleteConnection,
+  findConnection,
+  lockItem,
+  writeConnectionHealth,
+  type ConnectionHealth,
+} from '../../repository/connections-repository';
+import { recordEvent } from '../../repository/events-repository';
+import { enqueueItemRemoval } from '../../repository/outbox-repository';
+import type { BankAccount } from '../../vocabulary/bank-account';
+import type { NotifiedRemovalReason, StatusChangeSource } from '../../vocabulary/notification-types';
+import type { RemovalReason } from '../../vocabulary/removal-reasons';
+import { eventFieldsOf, type Connection } from './connection';
+import { healthAfter, isOlderThanLastState, type HealthSignal } from './connection-health';
+import { notifyWebsite, type WebsiteNotices } from './connection-notifications';
+
+/**
+ * The changes that change or remove a connection, each inside the caller's transaction and each with
+ * the events and outbox rows that go with it. The caller holds the connection's row lock
+ * (lockConnection) for every change to an existing connection. A new connection is stored by its
+ * exchange's one statement (storeExchangedConnection).
+ */
+
+/** Who ended a connection or an account: the website asked, or the user revoked it at the bank. */
+export type EndedBy = 'website' | 'bank';
+
+/** How the website is told who ended it. */
+const NOTIFIED_REASON: Record<EndedBy, NotifiedRemovalReason> = {
+  website: 'requested',
+  bank: 'revoked_at_bank',
+};
+
+/**
+ * Queues the removal of an Item that never became a connection (its exchange failed, or duplicated
+ * one), unless a stored connection holds it (a public token from update mode names an existing Item):
+ * that Item is never removed. Undefined then.
+ */
+export async function queueRemovalOfUnstoredItem(
+  client: PoolClient,
+  item: { itemId: string; accessTokenCiphertext: string; reason: RemovalReason; subscriptionUserId: string },
+): Promise<string | undefined> {
+  await lockItem(client, item.itemId);
+  if (await findConnection(client, { itemId: item.itemId })) return undefined;
+  return enqueueItemRemoval(client, {
+    reason: item.reason,
+    providerItemId: item.itemId,
+    accessTokenCiphertext: item.accessTokenCiphertext,
+    subscriptionUserId: item.subscriptionUserId,
+  });
+}
+
+/**
+ * Removes one account of a locked connection, and the connection with its last account (queuing the
+ * Item's removal). Every removal in one connection holds that connection's row lock, so "was it the
+ * last account?" is answered by one transaction at a time. Returns the outbox row when the connection
+ * went, undefined when it stays; false when the account is not (or no longer) in this connection.
+ */
+export async function removeAccountOfConnection(
+  client: PoolClient,
+  notices: WebsiteNotices,
+  connection: Connection,
+  providerAccountId: string,
+  endedBy: EndedBy,
+  afterAccountDeleted?: () => Promise<void>,
+): Promise<{ outboxId: string | undefined } | false> {
+  if (!(await deleteAccount(client, providerAccountId, connection.id))) return false;
+  await afterAccountDeleted?.();
+  const last = (await countAccounts(client, connection.id)) === 0;
+  const reason = NOTIFIED_REASON[endedBy];
+  await notifyWebsite(client, notices, connection, 'account.removed', {
+    provider_account_id: providerAccountId,
+    reason,
+    connection_removed: last,
+  });
+  await recordEvent(client, {
+    ...eventFieldsOf(connection),
+    kind: 'account_removed',
+    detail: {
+      item_id: connection.itemId,
+      provider_account_id: providerAccountId,
+      ...(endedBy === 'website' ? {} : { reason: 'revoked_at_institution' }),
+    },
+  });
+  if (!last) return { outboxId: undefined };
+  await notifyWebsite(client, notices, connection, 'connection.removed', { reason, accounts_removed: 0 });
+  await deleteConnection(client, connection.id);
+  const outboxId = await enqueueItemRemoval(client, {
+    reason: 'last_account_removed',
+    providerItemId: connection.itemId,
+    accessTokenCiphertext: connection.accessTokenCiphertext,
+    subscriptionUserId: connection.subscriptionUserId,
+  });
+  await recordEvent(client, {
+    ...eventFieldsOf(connection),
+    kind: 'institution_removed',
+    detail: { item_id: connection.itemId, reason: 'last_account_removed', accounts_removed: 0 },
+  });
+  return { outboxId };
+}
+
+/** Removes a locked connection with all its accounts and queues its Item's removal at the provider. */
+export async function removeWholeConnection(
+  client: PoolClient,
+  notices: WebsiteNotices,
+  connection: Connection,
+  endedBy: EndedBy,
+): Promise<{ outboxId: string; accountsRemoved: number }> {
+  await notifyWebsite(client, notices, connection, 'connection.removed', {
+    reason: NOTIFIED_REASON[endedBy],
+    accounts_removed: connection.accountCount,
+  });
+  const accountsRemoved = await deleteConnection(client, connection.id);
+  const reason: RemovalReason = endedBy === 'website' ? 'institution_removed' : 'user_permission_revoked';
+  const outboxId = await enqueueItemRemoval(client, {
+    reason,
+    providerItemId: connection.itemId,
+    accessTokenCiphertext: connection.accessTokenCiphertext,
+    subscriptionUserId: connection.subscriptionUserId,
+  });
+  await recordEvent(client, {
+    ...eventFieldsOf(connection),
+    kind: 'institution_removed',
+    detail: { item_id: connection.itemId, reason, accounts_removed: accountsRemoved },
+  });
+  return { outboxId, accountsRemoved };
+}
+
+/** Stores the accounts of a locked connection it does not have yet (update mode shared them); how many. */
+export async function addNewAccounts(
+  client: PoolClient,
+  connection: Connection,
+  known: ReadonlySet<string>,
+  accounts: readonly BankAccount[],
+): Promise<number> {
+  const added = accounts.filter((account) => !known.has(account.providerAccountId));
+  if (added.length === 0) return 0;
+  await insertAccounts(client, connection.id, added);
+  await recordEvent(client, {
+    ...eventFieldsOf(connection),
+    kind: 'accounts_added',
+    detail: { item_id: connection.itemId, accounts: added.length },
+  });
+  return added.length;
+}
+
+export type HealthOutcome =
+  | { outcome: 'applied'; health: ConnectionHealth }
+  /** The connection already is as the signal says: a repeated delivery changes nothing more. */
+  | { outcome: 'unchanged' }
+  /** Plaid said it before the connection's last known state: ignored. */
+  | { outcome: 'stale' };
+
+/** What told the service of a signal: the source, and the webhook's code when it was one. */
+export interface SignalOrigin {
+  observedAt: Date;
+  source: StatusChangeSource;
+  webhookCode?: string;
+}
+
+/**
+ * Applies a signal to a locked connection: writes the change, its event and the website's
+ * notifications, or nothing. The website hears of a change of status or of what the status carries
+ * (the error code, the consent's end, a disconnection), and of new accounts once they appear.
+ */
+export async function applyHealthSignal(
+  client: PoolClient,
+  notices: WebsiteNotices,
+  connection: Connection,
+  signal: HealthSignal,
+  origin: SignalOrigin,
+): Promise<HealthOutcome> {
+  if (isOlderThanLastState(connection, origin.observedAt)) return { outcome: 'stale' };
+  const health = healthAfter(connection, signal, origin.observedAt);
+  if (!health) return { outcome: 'unchanged' };
+  await writeConnectionHealth(client, connection.id, health);
+  if (statusOrItsDetailsChanged(connection, health)) {
+    await notifyWebsite(client, notices, connection, 'connection.status_changed', {
+      status: health.status,
+      previous_status: connection.status,
+      error_code: health.errorCode,
+      consent_expiration_time: health.consentExpirationTime?.toISOString() ?? null,
+      disconnect_reason: health.disconnectReason,
+      disconnect_time: health.disconnectTime?.toISOString() ?? null,
+      source: origin.source,
+    });
+  }
+  if (health.newAccountsAvailable && !connection.newAccountsAvailable) {
+    await notifyWebsite(client, notices, connection, 'connection.new_accounts_available', {});
+  }
+  await recordEvent(client, {
+    ...eventFieldsOf(connection),
+    kind: 'connection_status_changed',
+    detail: {
+      item_id: connection.itemId,
+      from: connection.status,
+      to: health.status,
+      error_code: health.errorCode,
+      new_accounts_available: health.newAccountsAvailable,
+      source: origin.webhookCode ? `${origin.source}:${origin.webhookCode}` : origin.source,
+    },
+  });
+  return { outcome: 'applied', health };
+}
+
+const sameTime = (a: Date | null, b: Date | null) => (a?.getTime() ?? null) === (b?.getTime() ?? null);
+
+function statusOrItsDetailsChanged(before: Connection, after: ConnectionHealth): boolean {
+  return (
+    before.status !== after.status ||
+    before.errorCode !== after.errorCode ||
+    before.disconnectReason !== after.disconnectReason ||
+    !sameTime(before.consentExpirationTime, after.consentExpirationTime) ||
+    !sameTime(before.disconnectTime, after.disconnectTime)
+  );
+}

@@ -1,0 +1,85 @@
+import { createHash } from 'node:crypto';
+import type { NextFunction, Request, Response } from 'express';
+import { RateLimiterMemory, RateLimiterRes } from 'rate-limiter-flexible';
+import { tooManyRequests } from '../../errors';
+import type { RateLimitLabel, ServiceMetrics } from '../../observability/metrics';
+import { setRateLimitHeaders } from './problem-handler';
+
+const resetSecondsOf = (state: RateLimiterRes) => Math.max(1, Math.ceil(state.msBeforeNext / 1000));
+
+/** Who a limit counts: the key a request is counted under, and how the refusal names it. */
+interface LimitedParty {
+  keyPrefix: string;
+  /** How rate_limit_refusals_total names this limit. */
+  label: RateLimitLabel;
+  /** Never logged or stored as is: it is kept as a digest. */
+  keyOf: (req: Request) => string;
+  /** "admin requests per minute are allowed for one admin secret", as the refusal says it. */
+  describe: (perMinute: number) => string;
+}
+
+/**
+ * Counts every request of a party against `perMinute`, in this instance's memory, before the handler
+ * runs (and before any body is read); over it, `429 RATE_LIMITED` with `Retry-After`. Every answer it
+ * counted carries the RateLimit headers, so a caller can pace itself before it is refused. Undefined
+ * `perMinute` (apps built by hand in tests): no limit.
+ */
+function limitRequests(
+  party: LimitedParty,
+  perMinute: number | undefined,
+  metrics: Pick<ServiceMetrics, 'countRateLimitRefusal'> | undefined,
+) {
+  if (perMinute === undefined) return (_req: Request, _res: Response, next: NextFunction) => next();
+  const limiter = new RateLimiterMemory({ keyPrefix: party.keyPrefix, points: perMinute, duration: 60 });
+  return async (req: Request, res: Response, next: NextFunction) => {
+    const key = createHash('sha256').update(party.keyOf(req), 'utf8').digest('hex');
+    let state: RateLimiterRes;
+    try {
+      state = await limiter.consume(key);
+    } catch (rejection) {
+      if (!(rejection instanceof RateLimiterRes)) throw rejection;
+      metrics?.countRateLimitRefusal(party.label);
+      throw tooManyRequests(resetSecondsOf(rejection), party.describe(perMinute), perMinute);
+    }
+    setRateLimitHeaders(res, {
+      limit: perMinute,
+      remaining: state.remainingPoints,
+      resetSeconds: resetSecondsOf(state),
+    });
+    next();
+  };
+}
+
+/**
+ * Each admin secret, over every /admin route. Admin traffic is a handful of operators: a limit per
+ * instance still bounds what one leaked or looping secret can make the database do. Mounted after
+ * authentication, so the key is always a configured admin secret.
+ */
+export const limitAdminRequests = (perMinute: number | undefined, metrics?: ServiceMetrics) =>
+  limitRequests(
+    {
+      keyPrefix: 'admin',
+      label: 'admin',
+      keyOf: (req) => req.get('x-internal-secret') ?? '',
+      describe: (limit) => `At most ${limit} admin requests per minute are allowed for one admin secret.`,
+    },
+    perMinute,
+    metrics,
+  );
+
+/**
+ * Each source address on the public route (`req.ip`, which honours TRUST_PROXY behind a load balancer):
+ * a flood from one address is refused before its body is read, and other senders, Plaid among them,
+ * keep their own budget.
+ */
+export const limitRequestsPerSource = (perMinute: number | undefined, metrics?: ServiceMetrics) =>
+  limitRequests(
+    {
+      keyPrefix: 'source',
+      label: 'public_route',
+      keyOf: (req) => req.ip ?? req.socket.remoteAddress ?? '',
+      describe: (limit) => `At most ${limit} requests per minute are allowed from one address on this route.`,
+    },
+    perMinute,
+    metrics,
+  );

@@ -1,0 +1,174 @@
+import type { AccountFilters, AdminAccount } from '../../use-cases/admin-views/admin-accounts';
+import { EVENT_KINDS, type EventKind } from '../../vocabulary/event-kinds';
+import { defineEndpoint, type Example } from '../endpoint-declaration';
+import {
+  EXAMPLE_ADMIN_ACCOUNT,
+  pagesDescription,
+  adminAccountsQuery,
+  adminAccountsResponse,
+  adminStatsResponse,
+} from '../schemas/admin-schemas';
+import { MAX_STATS_ENTRIES, type z } from '../schemas/common-schemas';
+import { EXPORT_DESCRIPTION, answerAdminList, exportExamples, type ExportShape } from '../streamed-export';
+
+/** The CSV columns: `item_id` came later, so it comes last, after `status`. */
+const ACCOUNT_EXPORT: ExportShape<AdminAccount> = {
+  what: 'account',
+  csvColumns: [
+    'provider_account_id',
+    'subscription_user_id',
+    'app_name',
+    'institution_id',
+    'institution_name',
+    'name',
+    'mask',
+    'type',
+    'subtype',
+    'created_at',
+    'status',
+    'item_id',
+  ],
+};
+
+export const listAdminAccounts = defineEndpoint({
+  operationId: 'listAdminAccounts',
+  method: 'get',
+  path: '/admin/accounts',
+  access: 'admin',
+  tags: ['Admin'],
+  summary: 'List connected accounts (JSON pages, or NDJSON/CSV export by Accept header)',
+  description:
+    'Every connected account, oldest first, in pages of `limit`; each record carries its connection’s ' +
+    '`item_id` and `status`, never a token. Filters combine; `item_id` lists one connection’s accounts, ' +
+    '`provider_account_id` finds one account. ' +
+    pagesDescription() +
+    '\n\n' +
+    EXPORT_DESCRIPTION +
+    ' The CSV has a header line; `item_id` is its last column.',
+  query: { schema: adminAccountsQuery },
+  response: {
+    description:
+      'A page of accounts; or, by `Accept`, every matching account as NDJSON (one AdminAccount per line) ' +
+      'or as CSV (a header line, then one line per account).',
+    schema: adminAccountsResponse,
+    examples: {
+      page: {
+        summary: 'A page of one account, with more to come',
+        value: { accounts: [EXAMPLE_ADMIN_ACCOUNT], next_cursor: 'AAAAAAAAAHs2ANuNjizmNLjteQ09tR3j' },
+      },
+    },
+    alternatives: exportExamples(ACCOUNT_EXPORT, EXAMPLE_ADMIN_ACCOUNT),
+  },
+  errors: ['EXPORT_CAPACITY_REACHED', 'DATABASE_UNAVAILABLE'],
+  rateLimit: 'per-admin-secret',
+  handle: async ({ query }, { useCases, req, res }) => {
+    const filters: AccountFilters = {
+      subscriptionUserId: query.subscription_user_id,
+      itemId: query.item_id,
+      providerAccountId: query.provider_account_id,
+      institutionId: query.institution_id,
+      appName: query.app_name,
+      type: query.type,
+      createdAfter: query.created_after,
+      createdBefore: query.created_before,
+      status: query.status,
+    };
+    return answerAdminList(useCases.adminAccounts, filters, query, ACCOUNT_EXPORT, { req, res }, (page) => ({
+      accounts: page.items,
+      next_cursor: page.nextCursor,
+    }));
+  },
+});
+
+const exampleActivity = (counts: Partial<Record<EventKind, number>>) =>
+  Object.fromEntries(EVENT_KINDS.map((kind) => [kind, counts[kind] ?? 0])) as Record<EventKind, number>;
+const exampleWindow = (from: string) => ({ from, to: '2026-11-22T02:13:13.177Z' });
+
+const EXAMPLE_STATS: Example<z.input<typeof adminStatsResponse>> = {
+  summary: 'Two users with three connections',
+  value: {
+    generated_at: '2026-11-22T02:13:13.177Z',
+    users: 2,
+    institutions: 3,
+    accounts: 35,
+    by_app_name: [{ app_name: 'Budget App', users: 2, institutions: 3, accounts: 35 }],
+    top_institutions: [
+      {
+        institution_id: 'ins_109508',
+        institution_name: 'First Platypus Bank',
+        institutions: 2,
+        accounts: 23,
+      },
+      { institution_id: 'ins_109512', institution_name: 'Houndstooth Bank', institutions: 1, accounts: 12 },
+    ],
+    by_account_type: [
+      { type: 'depository', subtype: 'checking', accounts: 6 },
+      { type: 'credit', subtype: 'credit card', accounts: 6 },
+    ],
+    activity: {
+      windows: {
+        last_24h: exampleWindow('2026-11-21T02:13:13.177Z'),
+        last_7d: exampleWindow('2026-11-15T02:13:13.177Z'),
+        last_30d: exampleWindow('2026-10-23T02:13:13.177Z'),
+      },
+      last_24h: exampleActivity({
+        link_token_created: 3,
+        exchange_completed: 2,
+        connection_status_changed: 1,
+      }),
+      last_7d: exampleActivity({
+        link_token_created: 5,
+        exchange_completed: 4,
+        duplicate_refused: 1,
+        account_removed: 1,
+        institution_removed: 1,
+        provider_error: 1,
+        connection_status_changed: 1,
+      }),
+      last_30d: exampleActivity({
+        link_token_created: 5,
+        exchange_completed: 4,
+        duplicate_refused: 1,
+        account_removed: 1,
+        institution_removed: 1,
+        provider_error: 1,
+        connection_status_changed: 1,
+      }),
+    },
+    connections_by_status: {
+      good: 2,
+      login_required: 1,
+      pending_expiration: 0,
+      pending_disconnect: 0,
+      error: 0,
+    },
+    provider_removals: { pending: 0, dead: 0 },
+    notifications: { pending: 1, failed: 0, delivered_last_24h: 14 },
+  },
+};
+
+export const getAdminStats = defineEndpoint({
+  operationId: 'getAdminStats',
+  method: 'get',
+  path: '/admin/stats',
+  access: 'admin',
+  tags: ['Admin'],
+  summary: 'System-wide statistics',
+  description:
+    'Users, connections and accounts, per app name, institution and account type; connections per ' +
+    'status; activity over the last 24 hours, 7 and 30 days, counted from the append-only `events` table ' +
+    '(the database refuses updates and deletes of it); removals still pending at Plaid, or dead. Every ' +
+    'figure comes from one snapshot, read on one connection of the admin pool.',
+  response: { description: 'Statistics', schema: adminStatsResponse, examples: { stats: EXAMPLE_STATS } },
+  errors: ['DATABASE_UNAVAILABLE'],
+  rateLimit: 'per-admin-secret',
+  handle: async (_input, { useCases, clock }) => {
+    // The use case still builds this shape itself, its windows and event kinds as loose records.
+    const stats = (await useCases.adminStats.stats(clock())) as z.input<typeof adminStatsResponse>;
+    return {
+      ...stats,
+      by_app_name: stats.by_app_name.slice(0, MAX_STATS_ENTRIES),
+      by_account_type: stats.by_account_type.slice(0, MAX_STATS_ENTRIES),
+    };
+  },
+});

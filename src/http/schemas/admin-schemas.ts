@@ -1,0 +1,431 @@
+import { isOutboxId } from '../../use-cases/retry-dead-removals';
+import { CONNECTION_STATUSES } from '../../vocabulary/connection-statuses';
+import { EVENT_KINDS, type EventKind } from '../../vocabulary/event-kinds';
+import { NOTIFICATION_TYPES } from '../../vocabulary/notification-types';
+import { REMOVAL_REASONS } from '../../vocabulary/removal-reasons';
+import {
+  MAX_ID_LENGTH,
+  MAX_MASK_LENGTH,
+  MAX_NAME_LENGTH,
+  MAX_STATS_ENTRIES,
+  MAX_TIMESTAMP_LENGTH,
+  MAX_TYPE_LENGTH,
+  connectionStatusSchema,
+  count,
+  text,
+  wireText,
+  wireTimestamp,
+  z,
+} from './common-schemas';
+
+/** The admin views' query and response shapes. */
+
+const MAX_OUTBOX_IDS = 1_000;
+
+/** JSON numbers are taken too, as long as they are exact. */
+const isOutboxIdValue = (id: string | number) =>
+  typeof id === 'number' ? Number.isSafeInteger(id) && isOutboxId(String(id)) : isOutboxId(id);
+
+const outboxId = (description: string) =>
+  z
+    .union([z.string(), z.number()])
+    .refine(isOutboxIdValue, {
+      message: 'is not an outbox id',
+      when: (payload) => payload.issues.length === 0,
+    })
+    .openapi({
+      // What the refinement accepts, said in the document's terms.
+      anyOf: [
+        { type: 'string', pattern: '^[1-9][0-9]{0,18}$', maxLength: 19 },
+        { type: 'integer', format: 'int64', minimum: 1, maximum: Number.MAX_SAFE_INTEGER },
+      ],
+      description,
+      example: '42',
+    });
+
+/** `ids`: some outbox rows by id (strings or numbers), or, absent, every row the action applies to. */
+export const outboxIds = (description: string, idDescription: string) =>
+  z.array(outboxId(idDescription)).min(1).max(MAX_OUTBOX_IDS).optional().openapi({ description });
+
+/** A failure or an error as it is stored: a code and its detail, at most about 1 kB. */
+export const MAX_FAILURE_LENGTH = 1_200;
+/** Plaid's error codes and the service's own are upper-case words; none is longer than this. */
+export const MAX_ERROR_CODE_LENGTH = 128;
+
+const isoDateTime = z.iso
+  .datetime({ offset: true })
+  .transform((value) => new Date(value))
+  .openapi({ type: 'string', format: 'date-time', maxLength: MAX_TIMESTAMP_LENGTH });
+
+/** The query of every keyset-paged admin list: a page size and the previous page's cursor. */
+export const pageQueryFields = {
+  limit: z.coerce
+    .number()
+    .int()
+    .min(1)
+    .max(1000)
+    .default(100)
+    .openapi({ description: 'Page size, at most 1000.', format: 'int32', example: 500 }),
+  cursor: z.string().max(64).optional().openapi({
+    description: 'next_cursor of the previous page (of the same list).',
+    example: 'AAAAAAAAAHs2ANuNjizmNLjteQ09tR3j',
+  }),
+};
+
+/** How the admin lists describe their pages, in one place; `order` is what the pages are keyed on. */
+export const pagesDescription = (order = 'id') =>
+  '`next_cursor` fetches the next page and is `null` on the last. Pages are keyset pages (by ' +
+  order +
+  '), so walking them lists every record exactly once even while records are added, and a deep page ' +
+  'costs what the first does. A cursor is signed (HMAC, with a key derived from `TOKEN_HMAC_KEY`) for ' +
+  'its own list: anything the service did not issue, an edited one or another list’s included, is ' +
+  '`400 VALIDATION_FAILED` naming `cursor`; so is an unknown parameter or a bad value, naming it.';
+
+/** A page's `next_cursor`: `characters` base64url characters, null on the last page. */
+export const nextCursor = (characters: number) =>
+  wireText(characters)
+    .nullable()
+    .openapi({ pattern: `^[A-Za-z0-9_-]{${characters}}$`, description: 'Null on the last page.' });
+
+const filter = (example: string, description?: string) =>
+  text(MAX_ID_LENGTH, 1)
+    .optional()
+    .openapi({ example, ...(description ? { description } : {}) });
+
+/** The filters the accounts and the connections lists share, each on the connection. */
+const connectionFilters = {
+  subscription_user_id: filter('user-42'),
+  item_id: filter('DWVAAPWq4RHGlEaNyGKRTAnPLaEmo8Cvq7na6', "Plaid's id of the connection (the Item)."),
+  institution_id: filter('ins_109508'),
+  app_name: filter('Budget App'),
+};
+
+const createdAfter = isoDateTime
+  .optional()
+  .openapi({ description: 'Inclusive.', example: '2026-11-01T00:00:00Z' });
+const createdBefore = isoDateTime
+  .optional()
+  .openapi({ description: 'Exclusive.', example: '2026-12-01T00:00:00Z' });
+
+export const adminAccountsQuery = z
+  .object({
+    ...pageQueryFields,
+    ...connectionFilters,
+    provider_account_id: filter('BxBXxLj1m4HMXBm9WZZmCWVbPjX16EHwv99vp', "Plaid's id of the account."),
+    type: text(64, 1).optional().openapi({ example: 'credit' }),
+    created_after: createdAfter,
+    created_before: createdBefore,
+    status: z
+      .enum(CONNECTION_STATUSES)
+      .optional()
+      .openapi({ description: 'Only accounts of connections in this status.', example: 'login_required' }),
+  })
+  .strict();
+
+const itemId = () =>
+  wireText(MAX_ID_LENGTH).openapi({ description: "Plaid's id of the connection (the Item)." });
+
+export const adminAccountSchema = z
+  .object({
+    provider_account_id: wireText(MAX_ID_LENGTH),
+    item_id: itemId(),
+    subscription_user_id: wireText(MAX_ID_LENGTH),
+    app_name: wireText(MAX_ID_LENGTH),
+    institution_id: wireText(MAX_ID_LENGTH),
+    institution_name: wireText(MAX_NAME_LENGTH),
+    name: wireText(MAX_NAME_LENGTH),
+    mask: wireText(MAX_MASK_LENGTH).nullable(),
+    type: wireText(MAX_TYPE_LENGTH),
+    subtype: wireText(MAX_TYPE_LENGTH).nullable(),
+    created_at: wireTimestamp(),
+    status: connectionStatusSchema,
+  })
+  .openapi('AdminAccount');
+
+/** One account as the admin views show it. */
+export const EXAMPLE_ADMIN_ACCOUNT: z.input<typeof adminAccountSchema> = {
+  provider_account_id: 'BxBXxLj1m4HMXBm9WZZmCWVbPjX16EHwv99vp',
+  item_id: 'DWVAAPWq4RHGlEaNyGKRTAnPLaEmo8Cvq7na6',
+  subscription_user_id: 'user-42',
+  app_name: 'Budget App',
+  institution_id: 'ins_109508',
+  institution_name: 'First Platypus Bank',
+  name: 'Plaid Checking',
+  mask: '0000',
+  type: 'depository',
+  subtype: 'checking',
+  status: 'good',
+  created_at: '2026-11-22T02:13:13.177Z',
+};
+
+export const adminAccountsResponse = z
+  .object({ accounts: z.array(adminAccountSchema).max(1000), next_cursor: nextCursor(32) })
+  .openapi('AdminAccountsPage');
+
+export const adminConnectionsQuery = z
+  .object({
+    ...pageQueryFields,
+    ...connectionFilters,
+    status: z.enum(CONNECTION_STATUSES).optional().openapi({ example: 'login_required' }),
+    created_after: createdAfter,
+    created_before: createdBefore,
+  })
+  .strict();
+
+export const adminConnectionSchema = z
+  .object({
+    item_id: itemId(),
+    subscription_user_id: wireText(MAX_ID_LENGTH),
+    app_name: wireText(MAX_ID_LENGTH),
+    institution_id: wireText(MAX_ID_LENGTH),
+    institution_name: wireText(MAX_NAME_LENGTH),
+    status: connectionStatusSchema,
+    error_code: wireText(MAX_ERROR_CODE_LENGTH)
+      .nullable()
+      .openapi({ description: "Plaid's error code for `error` and `login_required`." }),
+    consent_expiration_time: wireTimestamp().nullable(),
+    disconnect_reason: wireText(MAX_NAME_LENGTH).nullable(),
+    disconnect_time: wireTimestamp().nullable(),
+    new_accounts_available: z.boolean(),
+    accounts: count().openapi({ description: 'Accounts the connection holds.' }),
+    created_at: wireTimestamp(),
+    updated_at: wireTimestamp().openapi({
+      description: 'When its health (status and the fields after it) last changed.',
+    }),
+    last_webhook_at: wireTimestamp()
+      .nullable()
+      .openapi({ description: 'When Plaid last sent a webhook about the Item; null if never.' }),
+  })
+  .openapi('AdminConnection');
+
+export const adminConnectionsResponse = z
+  .object({ connections: z.array(adminConnectionSchema).max(1000), next_cursor: nextCursor(32) })
+  .openapi('AdminConnectionsPage');
+
+export const itemIdParams = z.object({
+  item_id: text(MAX_ID_LENGTH, 1).openapi({
+    description: "Plaid's id of the connection (the Item), as a log line, a report or a list names it.",
+    example: 'DWVAAPWq4RHGlEaNyGKRTAnPLaEmo8Cvq7na6',
+  }),
+});
+
+/** An event's detail holds ids, codes and counts: never a token. */
+const eventDetail = z
+  .record(wireText(64), z.union([wireText(MAX_NAME_LENGTH), z.number(), z.boolean(), z.null()]))
+  .openapi({
+    description: 'What the event recorded: ids, codes and counts, never a token.',
+    maxProperties: 32,
+  });
+
+export const adminConnectionView = z
+  .object({
+    item_id: itemId(),
+    // A union, not .nullable(): the document must say "the schema, or null" (anyOf), not both at once.
+    connection: z.union([adminConnectionSchema, z.null()]).openapi({
+      description: 'Null once the connection was removed here (its events and removal remain).',
+    }),
+    accounts: z.array(adminAccountSchema).max(100),
+    events: z
+      .array(
+        z.object({
+          kind: z.enum(EVENT_KINDS),
+          occurred_at: wireTimestamp(),
+          subscription_user_id: wireText(MAX_ID_LENGTH).nullable(),
+          institution_id: wireText(MAX_ID_LENGTH).nullable(),
+          detail: eventDetail,
+        }),
+      )
+      .max(100)
+      .openapi({ description: 'The last 100 events that name the Item, newest first.' }),
+    removal: z
+      .object({
+        id: wireText(19).openapi({
+          description:
+            'Its outbox id: `POST /admin/removals/retry-dead` with `{"ids":[id]}` retries a dead one.',
+          example: '42',
+        }),
+        state: z.enum(['pending', 'dead']).openapi({
+          description:
+            '`pending`: still being retried at Plaid; `dead`: given up (POST /admin/removals/retry-dead).',
+        }),
+        reason: z.enum(REMOVAL_REASONS),
+        attempts: count(),
+        last_status: z.number().int().min(100).max(599).nullable().openapi({
+          format: 'int32',
+          description: "The HTTP status of Plaid's last answer, if it answered.",
+        }),
+        last_error: wireText(MAX_FAILURE_LENGTH).nullable().openapi({
+          description: "What the last attempt met: Plaid's error code and message, or the service's.",
+        }),
+        next_attempt_at: wireTimestamp(),
+        created_at: wireTimestamp().openapi({ description: 'When the retry horizon started.' }),
+      })
+      .nullable()
+      .openapi({ description: "The Item's removal at Plaid while it is pending or dead; null otherwise." }),
+  })
+  .openapi('AdminConnectionView');
+
+/** One count per event kind: the list in event-kinds.ts is the only place they are named. */
+const activityCounts = z.object(
+  Object.fromEntries(EVENT_KINDS.map((kind) => [kind, count()])) as Record<
+    EventKind,
+    ReturnType<typeof count>
+  >,
+);
+const window = z.object({ from: wireTimestamp(), to: wireTimestamp() });
+const statsList = <T extends z.ZodType>(entry: T, description: string) =>
+  z.array(entry).max(MAX_STATS_ENTRIES).openapi({ description });
+
+export const adminStatsResponse = z
+  .object({
+    generated_at: wireTimestamp(),
+    users: count().openapi({ description: 'Users with at least one active connection.' }),
+    institutions: count().openapi({ description: 'Active connections (Plaid Items).' }),
+    accounts: count().openapi({ description: 'Active accounts.' }),
+    by_app_name: statsList(
+      z.object({
+        app_name: wireText(MAX_ID_LENGTH),
+        users: count(),
+        institutions: count(),
+        accounts: count(),
+      }),
+      `Per app name, most accounts first; at most ${MAX_STATS_ENTRIES}.`,
+    ),
+    top_institutions: statsList(
+      z.object({
+        institution_id: wireText(MAX_ID_LENGTH),
+        institution_name: wireText(MAX_NAME_LENGTH),
+        institutions: count(),
+        accounts: count(),
+      }),
+      'The institutions with the most connections (10).',
+    ),
+    by_account_type: statsList(
+      z.object({
+        type: wireText(MAX_TYPE_LENGTH),
+        subtype: wireText(MAX_TYPE_LENGTH).nullable(),
+        accounts: count(),
+      }),
+      `Per account type and subtype, most accounts first; at most ${MAX_STATS_ENTRIES}.`,
+    ),
+    activity: z.object({
+      windows: z.object({ last_24h: window, last_7d: window, last_30d: window }),
+      last_24h: activityCounts,
+      last_7d: activityCounts,
+      last_30d: activityCounts,
+    }),
+    connections_by_status: z
+      .object(
+        Object.fromEntries(CONNECTION_STATUSES.map((status) => [status, count()])) as Record<
+          (typeof CONNECTION_STATUSES)[number],
+          ReturnType<typeof count>
+        >,
+      )
+      .openapi({ description: 'Connections in each status, every status listed (zeros included).' }),
+    provider_removals: z.object({
+      pending: count().openapi({ description: 'Item removals still being retried at the provider.' }),
+      dead: count().openapi({
+        description: 'Item removals that gave up; retry them with POST /admin/removals/retry-dead.',
+      }),
+    }),
+    notifications: z
+      .object({
+        pending: count().openapi({ description: 'Notifications to the website not delivered yet.' }),
+        failed: count().openapi({
+          description:
+            'Notifications that failed for good; send them again with POST /admin/notifications/redeliver.',
+        }),
+        delivered_last_24h: count().openapi({
+          description: 'Notifications the website accepted in the last 24 hours.',
+        }),
+      })
+      .openapi({
+        description: 'Notifications to the website (all zero while WEBSITE_WEBHOOK_URL is unset).',
+      }),
+  })
+  .openapi('AdminStats');
+
+const outboxRowFields = {
+  id: wireText(19).openapi({ description: 'The outbox id (as `outbox_id` in log lines).', example: '42' }),
+  item_id: wireText(MAX_ID_LENGTH).openapi({ description: "The Item's id at Plaid." }),
+  subscription_user_id: wireText(MAX_ID_LENGTH).nullable(),
+  attempts: count(),
+  last_status: z
+    .number()
+    .int()
+    .min(100)
+    .max(599)
+    .nullable()
+    .openapi({ format: 'int32', description: 'The HTTP status the last attempt got, if it got one.' }),
+  last_error: wireText(512).nullable(),
+  next_attempt_at: wireTimestamp()
+    .nullable()
+    .openapi({ description: 'When the next attempt is due (pending only).' }),
+  created_at: wireTimestamp(),
+};
+
+export const adminNotificationsQuery = z
+  .object({
+    state: z.enum(['pending', 'failed', 'delivered']).openapi({ example: 'failed' }),
+    ...pageQueryFields,
+  })
+  .strict();
+
+export const adminNotificationsResponse = z
+  .object({
+    notifications: z
+      .array(
+        z
+          .object({
+            ...outboxRowFields,
+            type: z.enum(NOTIFICATION_TYPES),
+            state: z.enum(['pending', 'failed', 'delivered']),
+            delivered_at: wireTimestamp().nullable(),
+          })
+          .openapi('AdminNotification'),
+      )
+      .max(1000),
+    next_cursor: nextCursor(32),
+  })
+  .openapi('AdminNotificationsPage');
+
+export const redeliverNotificationsBody = z
+  .object({
+    ids: outboxIds(
+      'Only these notifications (failed or delivered ones); without it, every failed notification.',
+      'A notification’s `id`, as `GET /admin/notifications` lists it.',
+    ),
+  })
+  .strict()
+  .openapi('RedeliverNotificationsRequest');
+
+export const redeliverNotificationsResponse = z
+  .object({
+    redelivered: count().openapi({ description: 'Notifications handed back to the worker.' }),
+  })
+  .openapi('RedeliverNotificationsResponse');
+
+export const adminRemovalsQuery = z
+  .object({
+    state: z.enum(['pending', 'dead', 'done']).openapi({ example: 'pending' }),
+    ...pageQueryFields,
+  })
+  .strict();
+
+export const adminRemovalsResponse = z
+  .object({
+    removals: z
+      .array(
+        z
+          .object({
+            ...outboxRowFields,
+            reason: z.enum(REMOVAL_REASONS),
+            state: z.enum(['pending', 'dead', 'done']),
+            completed_at: wireTimestamp().nullable(),
+          })
+          .openapi('AdminRemoval'),
+      )
+      .max(1000),
+    next_cursor: nextCursor(32),
+  })
+  .openapi('AdminRemovalsPage');

@@ -1,0 +1,315 @@
+import {
+  Counter,
+  Gauge,
+  Histogram,
+  Registry,
+  collectDefaultMetrics,
+  openMetricsContentType,
+  prometheusContentType,
+  type RegistryContentType,
+} from 'prom-client';
+import { CONNECTION_STATUSES, type ConnectionStatus } from '../vocabulary/connection-statuses';
+import {
+  PLAID_CALLERS,
+  PLAID_OPERATIONS,
+  type PlaidCaller,
+  type PlaidOperation,
+} from '../vocabulary/plaid-calls';
+import { PLAID_WEBHOOK_CODES, PLAID_WEBHOOK_TYPES } from '../vocabulary/plaid-webhooks';
+import { PROVIDER_FAILURE_KINDS, type ProviderFailureKind } from '../vocabulary/provider-failures';
+
+/** What every label value outside its declared list becomes: label values stay bounded. */
+export const OTHER = 'other';
+
+const oneOf =
+  <T extends string>(allowed: readonly T[]) =>
+  (value: string | null | undefined): T | typeof OTHER =>
+    value !== null && value !== undefined && (allowed as readonly string[]).includes(value)
+      ? (value as T)
+      : OTHER;
+
+const HTTP_METHODS = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'] as const;
+const toMethod = oneOf(HTTP_METHODS);
+const toOperation = oneOf(PLAID_OPERATIONS);
+const toCaller = oneOf(PLAID_CALLERS);
+const toWebhookType = oneOf(PLAID_WEBHOOK_TYPES);
+const toWebhookCode = oneOf(PLAID_WEBHOOK_CODES);
+const toStatusCode = (status: number) =>
+  Number.isInteger(status) && status >= 100 && status <= 599 ? String(status) : OTHER;
+
+/** Plaid's error codes are upper-case words; at most this many distinct ones are told apart. */
+const MAX_PLAID_ERROR_CODES = 200;
+const PLAID_ERROR_CODE = /^[A-Z][A-Z0-9_]{0,63}$/;
+
+export type PlaidAttemptOutcome = 'ok' | ProviderFailureKind;
+export type WebhookOutcomeLabel =
+  'applied' | 'duplicate' | 'stale' | 'ignored' | 'unknown_item' | 'unverified';
+const EXCHANGE_OUTCOMES = ['completed', 'replayed', 'duplicate_refused', 'failed'] as const;
+export type ExchangeOutcomeLabel = (typeof EXCHANGE_OUTCOMES)[number];
+/** `public_route`: the per-address limit of the public route (Plaid's webhooks). */
+const RATE_LIMIT_LABELS = ['per_user', 'service_wide', 'admin', 'public_route'] as const;
+export type RateLimitLabel = (typeof RATE_LIMIT_LABELS)[number];
+export type BreakerState = 'closed' | 'half_open' | 'open';
+
+const BREAKER_STATE_VALUES: Record<BreakerState, number> = { closed: 0, half_open: 1, open: 2 };
+
+/** A pool's own counts, as pg keeps them. */
+export interface CountedPool {
+  totalCount: number;
+  idleCount: number;
+  waitingCount: number;
+}
+
+/** What the database says of the service's backlog, read at most every 15 s (see DatabaseGauges). */
+export interface DatabaseFigures {
+  connectionsByStatus: Partial<Record<ConnectionStatus, number>>;
+  removals: { pending: number; dead: number; oldestPendingAgeSeconds: number };
+  notifications: { pending: number; dead: number; oldestPendingAgeSeconds: number };
+}
+
+/** What became of one attempt to deliver a notification to the website. */
+export const NOTIFICATION_DELIVERY_OUTCOMES = ['delivered', 'retry', 'failed'] as const;
+export type NotificationDeliveryOutcome = (typeof NOTIFICATION_DELIVERY_OUTCOMES)[number];
+
+/**
+ * Every metric family of the service, declared once with its labels; one registry per instance of
+ * the service (the tests build several in one process). Components get the narrow methods below,
+ * never prom-client itself.
+ */
+export class ServiceMetrics {
+  readonly registry = new Registry<RegistryContentType>();
+  private readonly httpDuration;
+  private readonly plaidDuration;
+  private readonly plaidErrors;
+  private readonly breakerState;
+  private readonly webhooksReceived;
+  private readonly exchanges;
+  private readonly rateLimitRefusals;
+  private readonly connections;
+  private readonly removals;
+  private readonly oldestPendingRemoval;
+  private readonly notifications;
+  private readonly oldestPendingNotification;
+  private readonly notificationDeliveries;
+  private readonly databaseReadFailures;
+  private readonly knownPlaidErrorCodes = new Set<string>();
+  private readonly pools = new Map<string, CountedPool>();
+  /** Scrapes switch the registry between the two formats: one at a time. */
+  private rendering: Promise<unknown> = Promise.resolve();
+
+  constructor(options: { version: string; processMetrics?: boolean }) {
+    const registers = [this.registry];
+    if (options.processMetrics ?? true) collectDefaultMetrics({ register: this.registry });
+    new Gauge({
+      name: 'service_info',
+      help: 'Always 1; the labels say which build of the service answers.',
+      labelNames: ['version'],
+      registers,
+    }).set({ version: options.version }, 1);
+    this.httpDuration = new Histogram({
+      name: 'http_server_request_duration_seconds',
+      help: 'Time to answer each HTTP request, by the declared route template (unmatched: no endpoint declares the path).',
+      labelNames: ['method', 'route', 'status_code'],
+      buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
+      registers,
+    });
+    this.plaidDuration = new Histogram({
+      name: 'plaid_request_duration_seconds',
+      help: 'Each attempt of a call to Plaid, by operation, caller, and outcome (ok or the kind of failure).',
+      labelNames: ['operation', 'caller', 'outcome'],
+      buckets: [0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
+      registers,
+    });
+    this.plaidErrors = new Counter({
+      name: 'plaid_errors_total',
+      help: "Failed attempts of calls to Plaid, by operation and Plaid's error code (none for timeouts and network errors).",
+      labelNames: ['operation', 'error_code'],
+      registers,
+    });
+    this.breakerState = new Gauge({
+      name: 'plaid_circuit_breaker_state',
+      help: 'Each Plaid caller’s circuit breaker: 0 closed, 1 half-open, 2 open (its calls are refused).',
+      labelNames: ['breaker'],
+      registers,
+    });
+    for (const caller of PLAID_CALLERS) this.breakerState.set({ breaker: caller }, 0);
+    this.webhooksReceived = new Counter({
+      name: 'plaid_webhooks_received_total',
+      help: 'Webhooks posted to /webhooks/plaid, by type, code and what became of them.',
+      labelNames: ['webhook_type', 'webhook_code', 'outcome'],
+      registers,
+    });
+    this.exchanges = new Counter({
+      name: 'exchanges_total',
+      help: 'Public-token exchanges answered, by outcome.',
+      labelNames: ['outcome'],
+      registers,
+    });
+    this.rateLimitRefusals = new Counter({
+      name: 'rate_limit_refusals_total',
+      help: 'Requests refused by one of this service’s own limits, by limit.',
+      labelNames: ['limit'],
+      registers,
+    });
+    // Series that exist from the start, at zero: a rate over them is 0, not "no data".
+    for (const outcome of EXCHANGE_OUTCOMES) this.exchanges.inc({ outcome }, 0);
+    for (const limit of RATE_LIMIT_LABELS) this.rateLimitRefusals.inc({ limit }, 0);
+    this.connections = new Gauge({
+      name: 'connections',
+      help: 'Stored connections by status (read from the database at most every 15 s).',
+      labelNames: ['status'],
+      registers,
+    });
+    for (const status of CONNECTION_STATUSES) this.connections.set({ status }, 0);
+    this.removals = new Gauge({
+      name: 'item_removals',
+      help: 'Item removals at Plaid still pending, and dead ones (read from the database at most every 15 s).',
+      labelNames: ['state'],
+      registers,
+    });
+    this.removals.set({ state: 'pending' }, 0);
+    this.removals.set({ state: 'dead' }, 0);
+    this.oldestPendingRemoval = new Gauge({
+      name: 'item_removal_oldest_pending_age_seconds',
+      help: 'How long the oldest pending Item removal has waited; 0 when none is pending.',
+      registers,
+    });
+    this.notifications = new Gauge({
+      name: 'website_notifications',
+      help: 'Notifications to the website still pending, and failed ones (read from the database at most every 15 s).',
+      labelNames: ['state'],
+      registers,
+    });
+    this.notifications.set({ state: 'pending' }, 0);
+    this.notifications.set({ state: 'failed' }, 0);
+    this.oldestPendingNotification = new Gauge({
+      name: 'website_notification_oldest_pending_age_seconds',
+      help: 'How long the oldest pending notification to the website has waited; 0 when none is pending.',
+      registers,
+    });
+    this.notificationDeliveries = new Counter({
+      name: 'website_notification_deliveries_total',
+      help: 'Attempts to deliver a notification to the website: delivered, to be retried, or failed for good.',
+      labelNames: ['outcome'],
+      registers,
+    });
+    for (const outcome of NOTIFICATION_DELIVERY_OUTCOMES) this.notificationDeliveries.inc({ outcome }, 0);
+    this.databaseReadFailures = new Counter({
+      name: 'metrics_database_read_failures_total',
+      help: 'Reads of the database figures that failed or timed out; the gauges kept their last values.',
+      registers,
+    });
+    const pools = this.pools;
+    new Gauge({
+      name: 'db_pool_connections',
+      help: 'Each database pool’s connections: total, idle, and requests waiting for one.',
+      labelNames: ['pool', 'state'],
+      registers,
+      collect() {
+        for (const [pool, counts] of pools) {
+          this.set({ pool, state: 'total' }, counts.totalCount);
+          this.set({ pool, state: 'idle' }, counts.idleCount);
+          this.set({ pool, state: 'waiting' }, counts.waitingCount);
+        }
+      },
+    });
+  }
+
+  observeHttpRequest(method: string, route: string, statusCode: number, seconds: number): void {
+    this.httpDuration.observe(
+      { method: toMethod(method), route, status_code: toStatusCode(statusCode) },
+      seconds,
+    );
+  }
+
+  /** One attempt of a call to Plaid; `plaidErrorCode` when it failed (null: a timeout or network error). */
+  observePlaidAttempt(attempt: {
+    operation: PlaidOperation | string;
+    caller: PlaidCaller;
+    outcome: PlaidAttemptOutcome;
+    seconds: number;
+    plaidErrorCode?: string | null;
+  }): void {
+    const operation = toOperation(attempt.operation);
+    this.plaidDuration.observe(
+      {
+        operation,
+        caller: toCaller(attempt.caller),
+        outcome: oneOf(['ok', ...PROVIDER_FAILURE_KINDS])(attempt.outcome),
+      },
+      attempt.seconds,
+    );
+    if (attempt.outcome !== 'ok') {
+      this.plaidErrors.inc({ operation, error_code: this.boundedErrorCode(attempt.plaidErrorCode ?? null) });
+    }
+  }
+
+  setBreakerState(caller: PlaidCaller, state: BreakerState): void {
+    this.breakerState.set({ breaker: toCaller(caller) }, BREAKER_STATE_VALUES[state]);
+  }
+
+  countWebhook(
+    webhookType: string | undefined,
+    webhookCode: string | undefined,
+    outcome: WebhookOutcomeLabel,
+  ): void {
+    this.webhooksReceived.inc({
+      webhook_type: toWebhookType(webhookType),
+      webhook_code: toWebhookCode(webhookCode),
+      outcome,
+    });
+  }
+
+  countExchange(outcome: ExchangeOutcomeLabel): void {
+    this.exchanges.inc({ outcome });
+  }
+
+  countRateLimitRefusal(limit: RateLimitLabel): void {
+    this.rateLimitRefusals.inc({ limit });
+  }
+
+  setDatabaseFigures(figures: DatabaseFigures): void {
+    for (const status of CONNECTION_STATUSES) {
+      this.connections.set({ status }, figures.connectionsByStatus[status] ?? 0);
+    }
+    this.removals.set({ state: 'pending' }, figures.removals.pending);
+    this.removals.set({ state: 'dead' }, figures.removals.dead);
+    this.oldestPendingRemoval.set(figures.removals.oldestPendingAgeSeconds);
+    this.notifications.set({ state: 'pending' }, figures.notifications.pending);
+    this.notifications.set({ state: 'failed' }, figures.notifications.dead);
+    this.oldestPendingNotification.set(figures.notifications.oldestPendingAgeSeconds);
+  }
+
+  countNotificationDelivery(outcome: NotificationDeliveryOutcome): void {
+    this.notificationDeliveries.inc({ outcome });
+  }
+
+  countDatabaseReadFailure(): void {
+    this.databaseReadFailures.inc();
+  }
+
+  /** The pool's counts are read at each scrape. */
+  watchPool(name: string, pool: CountedPool): void {
+    this.pools.set(name, pool);
+  }
+
+  /** The metrics in Prometheus's text format, or OpenMetrics when the scraper accepts it. */
+  async render(accept: string | undefined): Promise<{ contentType: string; body: string }> {
+    const openMetrics = accept?.includes('application/openmetrics-text') === true;
+    const run = this.rendering.then(async () => {
+      this.registry.setContentType(openMetrics ? openMetricsContentType : prometheusContentType);
+      return { contentType: this.registry.contentType, body: await this.registry.metrics() };
+    });
+    this.rendering = run.catch(() => undefined);
+    return run;
+  }
+
+  private boundedErrorCode(code: string | null): string {
+    if (code === null) return 'none';
+    if (!PLAID_ERROR_CODE.test(code)) return OTHER;
+    if (this.knownPlaidErrorCodes.has(code)) return code;
+    if (this.knownPlaidErrorCodes.size >= MAX_PLAID_ERROR_CODES) return OTHER;
+    this.knownPlaidErrorCodes.add(code);
+    return code;
+  }
+}

@@ -1,0 +1,102 @@
+import { isAxiosError } from 'axios';
+import {
+  BrokenCircuitError,
+  type IBackoff,
+  type IBackoffFactory,
+  type IRetryBackoffContext,
+} from 'cockatiel';
+import { z } from 'zod';
+import { ProviderError, type ProviderFailureKind } from './provider-error';
+
+const plaidErrorSchema = z.object({
+  error_type: z.string(),
+  error_code: z.string(),
+  error_message: z.string().nullish(),
+  request_id: z.string().nullish(),
+});
+
+function parseRetryAfter(value: unknown): number | undefined {
+  if (typeof value !== 'string' && typeof value !== 'number') return undefined;
+  const seconds = Number(value);
+  if (Number.isFinite(seconds) && seconds >= 0) return Math.ceil(seconds);
+  const date = Date.parse(String(value));
+  return Number.isNaN(date) ? undefined : Math.max(0, Math.ceil((date - Date.now()) / 1000));
+}
+
+function kindOfPlaidError(status: number, errorType: string, errorCode: string): ProviderFailureKind {
+  if (errorCode === 'INVALID_PUBLIC_TOKEN') return 'invalid_public_token';
+  if (errorCode === 'ITEM_NOT_FOUND' || errorCode === 'INVALID_ACCESS_TOKEN') return 'item_gone';
+  if (errorCode === 'ITEM_LOGIN_REQUIRED') return 'item_login_required';
+  if (errorType === 'RATE_LIMIT_EXCEEDED' || status === 429) return 'rate_limited';
+  if (errorCode === 'PLANNED_MAINTENANCE' || status === 503) return 'unavailable';
+  if (errorType === 'INSTITUTION_ERROR' || status >= 500) return 'failed';
+  return 'rejected';
+}
+
+/** Translates whatever the SDK threw into a ProviderError, keeping nothing of axios' config. */
+export function toProviderError(operation: string, error: unknown): ProviderError {
+  if (error instanceof ProviderError) return error;
+  if (error instanceof BrokenCircuitError) {
+    return new ProviderError('unavailable', operation, {
+      message: 'The provider has been failing; calls are paused for a moment.',
+      reachedProvider: false,
+    });
+  }
+  if (!isAxiosError(error)) return new ProviderError('failed', operation, { message: `${operation} failed` });
+  const response = error.response;
+  if (!response) {
+    const timedOut = error.code === 'ECONNABORTED' || error.code === 'ETIMEDOUT';
+    return new ProviderError(timedOut ? 'timeout' : 'failed', operation, {
+      message: timedOut
+        ? `${operation} timed out`
+        : `${operation} could not reach the provider (${error.code ?? 'network error'})`,
+    });
+  }
+  const retryAfterSeconds = parseRetryAfter(response.headers?.['retry-after']);
+  const parsed = plaidErrorSchema.safeParse(response.data);
+  if (!parsed.success) {
+    return new ProviderError(response.status >= 500 ? 'failed' : 'invalid_response', operation, {
+      httpStatus: response.status,
+      retryAfterSeconds,
+      message: `${operation} answered HTTP ${response.status} without a provider error body`,
+    });
+  }
+  const {
+    error_type: errorType,
+    error_code: errorCode,
+    error_message: providerMessage,
+    request_id: providerRequestId,
+  } = parsed.data;
+  const kind = kindOfPlaidError(response.status, errorType, errorCode);
+  const messages: Partial<Record<ProviderFailureKind, string>> = {
+    invalid_public_token: 'The public token is invalid, expired, or was already exchanged.',
+    item_gone: 'The connection no longer exists at the provider.',
+    item_login_required: 'The institution needs the user to log in again; create an update-mode link token.',
+  };
+  return new ProviderError(kind, operation, {
+    errorType,
+    errorCode,
+    providerRequestId,
+    providerMessage,
+    httpStatus: response.status,
+    retryAfterSeconds,
+    message: messages[kind] ?? `${operation} failed at the provider with ${errorCode}`,
+  });
+}
+
+/** Exponential backoff with full jitter that never waits less than the provider's Retry-After. */
+export class JitteredBackoff implements IBackoffFactory<IRetryBackoffContext<unknown>> {
+  constructor(
+    private readonly baseMs: number,
+    private readonly maxMs: number,
+  ) {}
+
+  next(context: IRetryBackoffContext<unknown>): IBackoff<IRetryBackoffContext<unknown>> {
+    const ceiling = Math.min(this.maxMs, this.baseMs * 2 ** Math.max(0, context.attempt - 1));
+    const jittered = Math.random() * ceiling;
+    const error = 'error' in context.result ? context.result.error : undefined;
+    const retryAfterMs =
+      error instanceof ProviderError && error.retryAfterSeconds ? error.retryAfterSeconds * 1000 : 0;
+    return { duration: Math.min(this.maxMs, Math.max(jittered, retryAfterMs)), next: (c) => this.next(c) };
+  }
+}

@@ -1,0 +1,160 @@
+import type { PoolClient } from '../db/pool';
+import type QueryStream from 'pg-query-stream';
+import type { BankAccount } from '../vocabulary/bank-account';
+import type { ConnectionStatus } from '../vocabulary/connection-statuses';
+import { FilteredQuery, readRows, streamRows } from './filtered-query';
+import type { Queryable } from './queryable';
+
+const ACCOUNT_FIELDS = `a.provider_account_id AS "providerAccountId", a.name, a.official_name AS "officialName",
+  a.mask, a.type, a.subtype`;
+
+/**
+ * Accounts as the six arrays a statement turns back into rows with `unnest`, in the order of
+ * `provider_account_id, name, official_name, mask, type, subtype`.
+ */
+export function accountColumns(accounts: readonly BankAccount[]): (string | null)[][] {
+  return [
+    accounts.map((account) => account.providerAccountId),
+    accounts.map((account) => account.name),
+    accounts.map((account) => account.officialName),
+    accounts.map((account) => account.mask),
+    accounts.map((account) => account.type),
+    accounts.map((account) => account.subtype),
+  ];
+}
+
+export async function insertAccounts(
+  db: Queryable,
+  connectionId: string,
+  accounts: readonly BankAccount[],
+): Promise<void> {
+  await db.query(
+    `INSERT INTO accounts (connection_id, provider_account_id, name, official_name, mask, type, subtype)
+     SELECT $1, * FROM unnest($2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[])`,
+    [connectionId, ...accountColumns(accounts)],
+  );
+}
+
+/** A connection's accounts, in the order they were stored. */
+export async function listAccountsOfConnection(db: Queryable, connectionId: string): Promise<BankAccount[]> {
+  const { rows } = await db.query<BankAccount>(
+    `SELECT ${ACCOUNT_FIELDS} FROM accounts a WHERE a.connection_id = $1 ORDER BY a.id`,
+    [connectionId],
+  );
+  return rows;
+}
+
+/** The connection holding one of this user's accounts. */
+export async function findAccountOwner(
+  db: Queryable,
+  providerAccountId: string,
+  subscriptionUserId: string,
+): Promise<{ connectionId: string } | undefined> {
+  const { rows } = await db.query<{ connectionId: string }>(
+    `SELECT a.connection_id AS "connectionId" FROM accounts a JOIN connections c ON c.id = a.connection_id
+      WHERE a.provider_account_id = $1 AND c.subscription_user_id = $2`,
+    [providerAccountId, subscriptionUserId],
+  );
+  return rows[0];
+}
+
+export async function deleteAccount(
+  db: Queryable,
+  providerAccountId: string,
+  connectionId: string,
+): Promise<boolean> {
+  const { rowCount } = await db.query(
+    `DELETE FROM accounts WHERE provider_account_id = $1 AND connection_id = $2`,
+    [providerAccountId, connectionId],
+  );
+  return rowCount === 1;
+}
+
+export async function countAccounts(db: Queryable, connectionId: string): Promise<number> {
+  const { rows } = await db.query<{ count: number }>(
+    `SELECT count(*)::int AS count FROM accounts WHERE connection_id = $1`,
+    [connectionId],
+  );
+  return (rows[0] as { count: number }).count;
+}
+
+/** The provider account ids a connection already has, to tell new accounts from known ones. */
+export async function listAccountIdsOfConnection(db: Queryable, connectionId: string): Promise<string[]> {
+  const { rows } = await db.query<{ provider_account_id: string }>(
+    `SELECT provider_account_id FROM accounts WHERE connection_id = $1`,
+    [connectionId],
+  );
+  return rows.map((row) => row.provider_account_id);
+}
+
+export interface AccountFilters {
+  subscriptionUserId?: string | undefined;
+  itemId?: string | undefined;
+  providerAccountId?: string | undefined;
+  institutionId?: string | undefined;
+  appName?: string | undefined;
+  type?: string | undefined;
+  createdAfter?: Date | undefined;
+  createdBefore?: Date | undefined;
+  status?: ConnectionStatus | undefined;
+}
+
+/** An account as operators list it: with its connection's Item, owner, app, institution and status. */
+export interface AdminAccountRow {
+  id: string;
+  provider_account_id: string;
+  item_id: string;
+  subscription_user_id: string;
+  app_name: string;
+  institution_id: string;
+  institution_name: string;
+  name: string;
+  mask: string | null;
+  type: string;
+  subtype: string | null;
+  status: ConnectionStatus;
+  created_at: Date;
+}
+
+const ADMIN_ACCOUNT_SELECT = `SELECT a.id, a.provider_account_id, c.provider_item_id AS item_id,
+       c.subscription_user_id, c.app_name, c.institution_id, c.institution_name, a.name, a.mask, a.type,
+       a.subtype, c.status, a.created_at
+  FROM accounts a JOIN connections c ON c.id = a.connection_id`;
+
+function accountQuery(filters: AccountFilters, afterId: string | undefined, limit: number | undefined) {
+  return new FilteredQuery()
+    .where('a.id > ?', afterId)
+    .where('c.subscription_user_id = ?', filters.subscriptionUserId)
+    .where('c.provider_item_id = ?', filters.itemId)
+    .where('a.provider_account_id = ?', filters.providerAccountId)
+    .where('c.institution_id = ?', filters.institutionId)
+    .where('c.app_name = ?', filters.appName)
+    .where('a.type = ?', filters.type)
+    .where('a.created_at >= ?', filters.createdAfter)
+    .where('a.created_at < ?', filters.createdBefore)
+    .where('c.status = ?', filters.status)
+    .build(ADMIN_ACCOUNT_SELECT, 'a.id', limit);
+}
+
+/** Keyset pagination on the account id: a deep page costs what the first one does. */
+export const listAccountsPage = (
+  db: Queryable,
+  filters: AccountFilters,
+  afterId: string | undefined,
+  limit: number,
+): Promise<AdminAccountRow[]> => readRows(db, accountQuery(filters, afterId, limit));
+
+/** Every matching account, from a server-side cursor inside the caller's transaction. */
+export const streamAccounts = (client: PoolClient, filters: AccountFilters): QueryStream =>
+  streamRows(client, accountQuery(filters, undefined, undefined));
+
+/** Accounts per type and subtype, for the admin figures. */
+export async function countAccountsByType(
+  db: Queryable,
+): Promise<{ type: string; subtype: string | null; accounts: number }[]> {
+  const { rows } = await db.query<{ type: string; subtype: string | null; accounts: number }>(
+    `SELECT type, subtype, count(*)::int AS accounts FROM accounts
+      GROUP BY type, subtype ORDER BY accounts DESC, type, subtype`,
+  );
+  return rows;
+}

@@ -1,0 +1,47 @@
+import {
+  listAccountsPage,
+  streamAccounts,
+  type AccountFilters,
+  type AdminAccountRow,
+} from '../../repository/accounts-repository';
+import { AdminList, type AdminListSpec } from './admin-list';
+
+export type { AccountFilters };
+
+/** An account as operators get it: the row without its internal id, its time as ISO text. */
+export type AdminAccount = Omit<AdminAccountRow, 'id' | 'created_at'> & { created_at: string };
+
+export function toAdminAccount(row: AdminAccountRow): AdminAccount {
+  return {
+    provider_account_id: row.provider_account_id,
+    item_id: row.item_id,
+    subscription_user_id: row.subscription_user_id,
+    app_name: row.app_name,
+    institution_id: row.institution_id,
+    institution_name: row.institution_name,
+    name: row.name,
+    mask: row.mask,
+    type: row.type,
+    subtype: row.subtype,
+    status: row.status,
+    created_at: row.created_at.toISOString(),
+  };
+}
+
+type Parts = Pick<
+  AdminListSpec<AccountFilters, AdminAccountRow, AdminAccount>,
+  'pool' | 'cursorKey' | 'exports'
+>;
+
+/** Operators' view of who is connected to what: pages of accounts, and exports of all of them. */
+export class AdminAccounts extends AdminList<AccountFilters, AdminAccountRow, AdminAccount> {
+  constructor(parts: Parts) {
+    super({
+      ...parts,
+      what: 'account',
+      readPage: listAccountsPage,
+      streamAll: streamAccounts,
+      toItem: toAdminAccount,
+    });
+  }
+}

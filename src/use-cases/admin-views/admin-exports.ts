@@ -1,0 +1,116 @@
+import { Transform, pipeline, type Readable } from 'node:stream';
+import { beginTransaction, type Pool, type PoolClient } from '../../db/pool';
+import { AppError } from '../../errors';
+import type { Logger } from '../../observability/logger';
+
+/** A busy export slot frees when an export finishes or stalls; a retry within seconds is reasonable. */
+const EXPORT_RETRY_AFTER_SECONDS = 10;
+
+const exportCapacityReached = (slots: number) =>
+  new AppError('EXPORT_CAPACITY_REACHED', {
+    detail: `At most ${slots} admin exports run at once; try again shortly, or read pages instead.`,
+    retryAfterSeconds: EXPORT_RETRY_AFTER_SECONDS,
+  });
+
+export interface AdminExportsOptions {
+  /** The admin pool: separate from the one the account endpoints use, so admin work cannot starve them. */
+  pool: Pool;
+  exportConcurrency: number;
+  exportStallTimeoutMs: number;
+  logger: Logger;
+}
+
+/** A running export: its records, and `close`, which must be called when it is done. */
+export interface RunningExport {
+  records: Readable;
+  close: (error?: Error) => void;
+}
+
+/**
+ * The exports of every admin list (accounts, connections), counted together: each holds a connection
+ * of the admin pool for as long as it runs, so at most `exportConcurrency` run at once, and always one
+ * connection fewer than the pool has, which pages and stats keep.
+ */
+export class AdminExports {
+  private readonly pool: Pool;
+  private readonly logger: Logger;
+  private readonly slots: number;
+  private running = 0;
+  /** How long an export may wait for its client to accept bytes before it is aborted. */
+  readonly stallTimeoutMs: number;
+
+  constructor(options: AdminExportsOptions) {
+    this.pool = options.pool;
+    this.logger = options.logger;
+    this.slots = Math.max(1, Math.min(options.exportConcurrency, (options.pool.options.max ?? 10) - 1));
+    this.stallTimeoutMs = options.exportStallTimeoutMs;
+  }
+
+  /**
+   * Every row `query` streams on a connection of its own, mapped by `toRecord`. Refused, before
+   * anything is opened, while every export slot is taken. `what` names the export in log lines.
+   */
+  async open<Row, Record>(
+    what: string,
+    query: (client: PoolClient) => Readable,
+    toRecord: (row: Row) => Record,
+  ): Promise<RunningExport> {
+    if (this.running >= this.slots) throw exportCapacityReached(this.slots);
+    this.running += 1;
+    let client: PoolClient;
+    try {
+      client = await this.pool.connect();
+    } catch (error) {
+      this.running -= 1;
+      throw error;
+    }
+    const records = new Transform({
+      objectMode: true,
+      transform(row: Row, _encoding, done) {
+        done(null, toRecord(row));
+      },
+    });
+    // The reader's pipeline sees any error; this keeps one that comes before the reader is attached
+    // (the connection lost while the export session is prepared) from being an unhandled 'error'.
+    records.on('error', () => undefined);
+    let rows: Readable | undefined;
+    let released = false;
+    const close = (error?: Error) => {
+      if (released) return;
+      released = true;
+      rows?.destroy();
+      // The connection goes with its export, whatever state its transaction and cursor were left in
+      // (behind a pooler, its server session goes too: exports are few).
+      client.release(error ?? true);
+      client.removeListener('error', onConnectionLost);
+      this.running -= 1;
+    };
+    // A lost connection (failover, terminated backend) must end the export, not the process. The
+    // error goes to the stream the caller reads, not to the cursor: a cursor on a dead connection
+    // waits forever for the server to confirm it closed.
+    const onConnectionLost = (error: Error) => {
+      this.logger.warn({ err: error }, `${what} export lost its database connection`);
+      records.destroy(error);
+      close(error);
+    };
+    client.on('error', onConnectionLost);
+    try {
+      // One transaction for the whole export, so that behind a transaction pooler the cursor keeps
+      // its server session. An export can outlast the pool's statement limit: it is bounded by the
+      // client reading instead (a stall aborts it), so its transaction has none. The application name
+      // tells export sessions apart in pg_stat_activity.
+      await beginTransaction(client, {
+        readOnlySnapshot: true,
+        statementTimeoutMs: 0,
+        applicationName: 'account-connection-service-admin-export',
+      });
+      rows = query(client);
+    } catch (error) {
+      close(error as Error);
+      throw error;
+    }
+    // pipeline, not pipe: a failing cursor must fail the stream the caller reads.
+    pipeline(rows, records, () => undefined);
+    return { records, close };
+  }
+}

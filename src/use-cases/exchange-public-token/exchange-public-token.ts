@@ -1,0 +1,167 @@
+import { randomUUID } from 'node:crypto';
+import {
+  connectedAccountsOf,
+  signAccounts,
+  type ConnectedAccount,
+} from '../../domain/connections/connection';
+import { AppError, notFound } from '../../errors';
+import { listAccountsOfConnection } from '../../repository/accounts-repository';
+import { findConnection } from '../../repository/connections-repository';
+import { recordEvent } from '../../repository/events-repository';
+import { claimExchange, claimUnseenExchange, type ExchangeRow } from '../../repository/exchanges-repository';
+import { EXCHANGE_CLAIM_STALE_AFTER_MS } from '../../config/time-budgets';
+import type { UseCaseDependencies } from '../use-case-dependencies';
+import { performExchange } from './exchange-steps';
+import {
+  duplicateInstitution,
+  replayOfAbandoned,
+  type ExchangeInput,
+  type LinkMetadata,
+} from './exchange-outcomes';
+import { InFlightWork } from './in-flight-work';
+
+export type { ExchangeInput, LinkMetadata };
+
+const CLAIM_STALE_AFTER_SECONDS = EXCHANGE_CLAIM_STALE_AFTER_MS / 1000;
+
+/** Waiting on a concurrent exchange: 50 ms doubling to 1 s, jittered, so waiters barely touch the database. */
+function waiterBackoffMs(round: number): number {
+  const ceiling = Math.min(1_000, 50 * 2 ** round);
+  return ceiling / 2 + Math.random() * (ceiling / 2);
+}
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+const CONNECTION_REMOVED = 'The connection made with this public token has been removed.';
+
+/** The login Link's metadata describes (institution and accounts), when it says enough to find a duplicate. */
+function signatureOfLink(
+  metadata: LinkMetadata | undefined,
+): { institutionId: string; accountsSignature: string } | undefined {
+  const institutionId = metadata?.institution?.institution_id;
+  if (!institutionId || !metadata.accounts || metadata.accounts.length === 0) return undefined;
+  return { institutionId, accountsSignature: signAccounts(institutionId, metadata.accounts) };
+}
+
+/**
+ * The exchange of a public token for a stored connection: idempotent per public token (a replay or a
+ * concurrent request gets the same answer), no duplicate connections, and no Item left billed at the
+ * provider that no row names. The steps themselves are in exchange-steps.ts.
+ */
+export class PublicTokenExchange {
+  private readonly billedWork = new InFlightWork();
+
+  constructor(private readonly deps: UseCaseDependencies) {}
+
+  /**
+   * `onBilledWorkStarted`: called when the Plaid call is about to start; from then on the exchange runs
+   * to a stored connection or a queued removal, shutdown or not (see `drain`).
+   */
+  async exchangePublicToken(
+    input: ExchangeInput,
+    options: { onBilledWorkStarted?: () => void } = {},
+  ): Promise<ConnectedAccount[]> {
+    try {
+      const { accounts, replayed } = await this.exchange(input, options);
+      this.deps.metrics?.countExchange(replayed ? 'replayed' : 'completed');
+      return accounts;
+    } catch (error) {
+      const duplicate = error instanceof AppError && error.code === 'DUPLICATE_INSTITUTION';
+      this.deps.metrics?.countExchange(duplicate ? 'duplicate_refused' : 'failed');
+      throw error;
+    }
+  }
+
+  /** `replayed`: the answer is a connection stored before this request (a replay, or update mode's Item). */
+  private async exchange(
+    input: ExchangeInput,
+    options: { onBilledWorkStarted?: () => void },
+  ): Promise<{ accounts: ConnectedAccount[]; replayed: boolean }> {
+    const { pool, vault, perUserLimits } = this.deps;
+    const fingerprint = vault.fingerprint(input.publicToken);
+    const deadline = Date.now() + (this.deps.concurrentExchangeWaitMs ?? 15_000);
+    const duplicateOf = signatureOfLink(input.metadata);
+    let counted = false;
+    for (let round = 0; ; round += 1) {
+      if (round === 0) await this.deps.hooks?.beforeDuplicateCheck?.();
+      // Only a token never seen counts: replays, and requests waiting on a concurrent one, are free.
+      const count = counted ? undefined : perUserLimits.countOf('exchange', input.subscriptionUserId);
+      const attempt = await claimUnseenExchange(pool, {
+        fingerprint,
+        claimId: randomUUID(),
+        subscriptionUserId: input.subscriptionUserId,
+        appName: input.appName,
+        staleAfterSeconds: CLAIM_STALE_AFTER_SECONDS,
+        count,
+        duplicateOf,
+      });
+      if (count && attempt.counted) {
+        counted = true;
+        await perUserLimits.refuseOverLimit('exchange', count, attempt.counted);
+      }
+      let claim = attempt.claim;
+      const { existing } = attempt;
+      if (existing && existing.subscription_user_id !== input.subscriptionUserId) {
+        throw notFound('This public token does not belong to this user.');
+      }
+      if (existing?.state === 'completed')
+        return { accounts: await this.replayExchange(existing), replayed: true };
+      if (existing?.state === 'abandoned') throw replayOfAbandoned(existing.failure_code);
+      if (!existing && attempt.duplicate) await this.refuseDuplicate(input, duplicateOf);
+      if (existing?.claim_is_stale) {
+        claim = await claimExchange(pool, {
+          fingerprint,
+          claimId: randomUUID(),
+          subscriptionUserId: input.subscriptionUserId,
+          appName: input.appName,
+          staleAfterSeconds: CLAIM_STALE_AFTER_SECONDS,
+        });
+      }
+      if (claim) {
+        const held = claim;
+        options.onBilledWorkStarted?.();
+        return this.billedWork.run(() => performExchange(this.deps, input, held));
+      }
+      // Another request holds this public token right now: wait for its answer and give the same one.
+      if (Date.now() > deadline) {
+        throw new AppError('EXCHANGE_IN_PROGRESS', {
+          detail: 'Another request is exchanging this public token; retry shortly.',
+          retryAfterSeconds: 1,
+        });
+      }
+      await sleep(waiterBackoffMs(round));
+    }
+  }
+
+  /** Resolves once every exchange whose provider call has started is stored or queued for removal. */
+  async drain(): Promise<void> {
+    await this.billedWork.drain();
+  }
+
+  /** Link's metadata named a login this user has already connected: refused before Plaid makes an Item. */
+  private async refuseDuplicate(
+    input: { subscriptionUserId: string; appName: string },
+    duplicateOf: { institutionId: string } | undefined,
+  ): Promise<never> {
+    await recordEvent(this.deps.pool, {
+      kind: 'duplicate_refused',
+      subscriptionUserId: input.subscriptionUserId,
+      appName: input.appName,
+      institutionId: duplicateOf?.institutionId ?? null,
+      detail: { before_exchange: true },
+    });
+    throw duplicateInstitution();
+  }
+
+  private async replayExchange(existing: ExchangeRow): Promise<ConnectedAccount[]> {
+    const connection =
+      existing.connection_id === null
+        ? undefined
+        : await findConnection(this.deps.pool, { id: existing.connection_id });
+    if (!connection) throw notFound(CONNECTION_REMOVED);
+    const accounts = await listAccountsOfConnection(this.deps.pool, connection.id);
+    if (accounts.length === 0) throw notFound(CONNECTION_REMOVED);
+    const accessToken = this.deps.vault.decrypt(connection.accessTokenCiphertext, connection.itemId);
+    return connectedAccountsOf(connection, accounts, accessToken);
+  }
+}

@@ -1,0 +1,311 @@
+import { CommitOutcomeUnknownError, isUniqueViolation, withCommittingStatement } from '../../db/pool';
+import { refreshStoredConnection } from '../../domain/connections/connection-refresh';
+import {
+  connectedAccountsOf,
+  signAccounts,
+  type ConnectedAccount,
+} from '../../domain/connections/connection';
+import { callProvider } from '../../domain/connections/provider-calls';
+import { databaseUnavailable } from '../../errors';
+import type { BankAccount } from '../../provider/account-provider';
+import { ProviderError } from '../../provider/provider-error';
+import { findConnection } from '../../repository/connections-repository';
+import {
+  finishExchange,
+  recordExchangedToken,
+  releaseExchangeClaim,
+  storeExchangedConnection,
+  type ExchangeClaim,
+  type ItemHolder,
+} from '../../repository/exchanges-repository';
+import type { UseCaseDependencies } from '../use-case-dependencies';
+import { abandonExchange } from './abandon-exchange';
+import {
+  duplicateInstitution,
+  exchangeFailed,
+  notTheirConnection,
+  removeItemDirectly,
+  type ExchangeInput,
+  type ExchangedItem,
+} from './exchange-outcomes';
+
+/** What the provider says about the new Item, before anything of it is stored. */
+interface NewItem {
+  accounts: BankAccount[];
+  institutionId: string;
+  institutionName: string;
+  /** Where Plaid sends this Item's webhooks now. */
+  webhook: string | null;
+}
+
+/** A stored connection holds the Item the provider answered with (a public token from update mode). */
+class ItemAlreadyHeldError extends Error {
+  constructor(readonly holder: ItemHolder) {
+    super('a stored connection already holds this Item');
+    this.name = 'ItemAlreadyHeldError';
+  }
+}
+
+/** The Item's removal is pending (its connection was removed): it is going away and is not stored. */
+class ItemRemovalPendingError extends Error {
+  constructor() {
+    super("the Item's removal is pending");
+    this.name = 'ItemRemovalPendingError';
+  }
+}
+
+/** The claim was taken from this request (a sweeper abandoned its exchange); nothing may be stored. */
+class ExchangeClaimLostError extends Error {
+  constructor() {
+    super('the exchange claim was lost before the connection could be stored');
+    this.name = 'ExchangeClaimLostError';
+  }
+}
+
+/**
+ * The exchange in named steps. Each step undoes only what did not commit: once the connection's
+ * transaction committed, the answer is built from memory and nothing is compensated. `replayed` when
+ * the answer is a connection stored before (update mode's Item).
+ */
+export async function performExchange(
+  deps: UseCaseDependencies,
+  input: ExchangeInput,
+  claim: ExchangeClaim,
+): Promise<{ accounts: ConnectedAccount[]; replayed: boolean }> {
+  const exchanged = await exchangeAtProvider(deps, input, claim);
+  const holder = await keepExchangedToken(deps, claim, exchanged);
+  if (holder)
+    return { accounts: await answerForHeldItem(deps, input, claim, exchanged, holder), replayed: true };
+  const item = await describeNewItem(deps, input, claim, exchanged);
+  try {
+    await storeConnection(deps, input, claim, exchanged, item);
+  } catch (error) {
+    if (error instanceof ItemAlreadyHeldError) {
+      return {
+        accounts: await answerForHeldItem(deps, input, claim, exchanged, error.holder),
+        replayed: true,
+      };
+    }
+    throw error;
+  }
+  await deps.hooks?.afterConnectionStored?.();
+  await pointWebhookHere(deps, exchanged, item);
+  const accounts = connectedAccountsOf(
+    { ...item, itemId: exchanged.itemId, status: 'good' },
+    item.accounts,
+    exchanged.accessToken,
+  );
+  return { accounts, replayed: false };
+}
+
+/** Undo on failure: the claim goes back (by its holder), since the provider made nothing we know of. */
+async function exchangeAtProvider(
+  deps: UseCaseDependencies,
+  input: ExchangeInput,
+  claim: ExchangeClaim,
+): Promise<ExchangedItem> {
+  try {
+    const exchanged = await callProvider(deps.pool, 'item/public_token/exchange', input, () =>
+      deps.provider.exchangePublicToken(input.publicToken),
+    );
+    return { ...exchanged, ciphertext: deps.vault.encrypt(exchanged.accessToken, exchanged.itemId) };
+  } catch (error) {
+    await releaseExchangeClaim(deps.pool, claim).catch((releaseError: unknown) =>
+      deps.logger.error({ err: releaseError }, 'could not release the exchange claim'),
+    );
+    throw error;
+  }
+}
+
+/**
+ * The provider now bills an Item only this process knows of: its token is stored before anything else.
+ * Answers the connection that already holds the Item, when there is one (a public token from update mode).
+ */
+async function keepExchangedToken(
+  deps: UseCaseDependencies,
+  claim: ExchangeClaim,
+  exchanged: ExchangedItem,
+): Promise<ItemHolder | undefined> {
+  let failure: unknown;
+  try {
+    await deps.hooks?.afterProviderExchange?.();
+    const kept = await recordExchangedToken(deps.pool, claim, exchanged.itemId, exchanged.ciphertext);
+    if (kept.kept) return kept.holder;
+    failure = new Error('the exchange claim was taken over before the token could be stored');
+  } catch (error) {
+    failure = error;
+  }
+  // The token may or may not be stored, and whether a connection holds the Item cannot be asked. A new
+  // Item nobody stored would stay billed, so it is removed; a stored 'exchanged' row is swept into the
+  // outbox later (unless a connection holds its Item), and the provider answers "already gone".
+  await removeItemDirectly(deps, exchanged, {
+    error: failure,
+    message: 'could not store a new access token; removing the Item',
+  });
+  throw databaseUnavailable(failure);
+}
+
+/**
+ * The provider answered with an Item a stored connection already holds: the public token came from
+ * update mode, which needs no exchange. That Item is never removed. Its owner gets the connection's
+ * accounts, as a refresh answers; anyone else the 404 of a connection that is not theirs.
+ */
+async function answerForHeldItem(
+  deps: UseCaseDependencies,
+  input: ExchangeInput,
+  claim: ExchangeClaim,
+  exchanged: ExchangedItem,
+  holder: ItemHolder,
+): Promise<ConnectedAccount[]> {
+  const own = holder.subscriptionUserId === input.subscriptionUserId;
+  // False only when the sweeper took the exchange over meanwhile; it leaves a held Item alone too.
+  await finishExchange(
+    deps.pool,
+    claim,
+    own
+      ? { state: 'completed', connectionId: holder.connectionId }
+      : { state: 'abandoned', failureCode: 'NOT_FOUND' },
+  );
+  deps.logger.info(
+    { item_id: exchanged.itemId, own_connection: own },
+    'a public token for an Item already stored was exchanged (update mode needs no exchange); nothing is removed',
+  );
+  if (!own) throw notTheirConnection();
+  return refreshStoredConnection(
+    deps,
+    { id: holder.connectionId, subscriptionUserId: holder.subscriptionUserId, itemId: exchanged.itemId },
+    exchanged.accessToken,
+  );
+}
+
+/** Undo on failure: the exchange is abandoned and its Item queued for removal. */
+async function describeNewItem(
+  deps: UseCaseDependencies,
+  input: ExchangeInput,
+  claim: ExchangeClaim,
+  exchanged: ExchangedItem,
+): Promise<NewItem> {
+  try {
+    const details = await callProvider(deps.pool, 'accounts/get', input, () =>
+      deps.provider.getAccounts(exchanged.accessToken),
+    );
+    const institutionId = details.item.institutionId;
+    if (!institutionId) {
+      throw new ProviderError('invalid_response', 'accounts/get', {
+        message: 'The provider did not say which institution the new connection belongs to.',
+      });
+    }
+    const institutionName =
+      details.item.institutionName ??
+      (await callProvider(deps.pool, 'institutions/get_by_id', input, () =>
+        deps.provider.getInstitutionName(institutionId),
+      ));
+    return { accounts: details.accounts, institutionId, institutionName, webhook: details.item.webhook };
+  } catch (error) {
+    await abandonExchange(deps, claim, exchanged, { failureCode: 'EXCHANGE_FAILED', input });
+    throw error;
+  }
+}
+
+/**
+ * One statement (so one transaction) stores the connection, its accounts, the finished exchange and
+ * the event. Undo only when it certainly did not commit; when its answer was lost, leave the exchanged
+ * record as it is: a replay reads whatever committed, and the sweeper removes an Item that did not.
+ */
+async function storeConnection(
+  deps: UseCaseDependencies,
+  input: ExchangeInput,
+  claim: ExchangeClaim,
+  exchanged: ExchangedItem,
+  item: NewItem,
+): Promise<void> {
+  const { pool, vault, logger } = deps;
+  try {
+    const outcome = await withCommittingStatement(pool, (client) =>
+      storeExchangedConnection(
+        client,
+        claim,
+        {
+          subscriptionUserId: input.subscriptionUserId,
+          appName: input.appName,
+          itemId: exchanged.itemId,
+          institutionId: item.institutionId,
+          institutionName: item.institutionName,
+          accessTokenCiphertext: exchanged.ciphertext,
+          accessTokenFingerprint: vault.fingerprint(exchanged.accessToken),
+          accountsSignature: signAccounts(item.institutionId, item.accounts),
+        },
+        item.accounts,
+        { detail: { item_id: exchanged.itemId, accounts: item.accounts.length } },
+      ),
+    );
+    if (!outcome.stored && outcome.reason === 'item_removal_pending') throw new ItemRemovalPendingError();
+    if (!outcome.stored) throw new ExchangeClaimLostError();
+  } catch (error) {
+    if (error instanceof CommitOutcomeUnknownError) {
+      logger.error(
+        { err: error, item_id: exchanged.itemId },
+        'the connection may or may not have been stored; leaving it to a replay or the sweeper',
+      );
+      throw databaseUnavailable(error);
+    }
+    // Someone else (the sweeper) already abandoned this exchange and queued its Item's removal.
+    if (error instanceof ExchangeClaimLostError) throw exchangeFailed();
+    if (
+      isUniqueViolation(error, 'connections_provider_item_id_key') ||
+      isUniqueViolation(error, 'connections_access_token_fingerprint_key')
+    ) {
+      // Another exchange stored this Item meanwhile: it is that connection's, and stays.
+      const holder = await findConnection(pool, { itemId: exchanged.itemId });
+      if (holder) {
+        throw new ItemAlreadyHeldError({
+          connectionId: holder.id,
+          subscriptionUserId: holder.subscriptionUserId,
+        });
+      }
+    }
+    if (error instanceof ItemRemovalPendingError) {
+      // The outbox is removing this Item (its connection was removed, or a sweeper abandoned this very
+      // exchange): the exchange ends without another removal.
+      const ended = await finishExchange(pool, claim, { state: 'abandoned', failureCode: 'NOT_FOUND' }).catch(
+        (finishError: unknown) => {
+          logger.error({ err: finishError }, 'could not record the exchange of a removed Item as abandoned');
+          return true;
+        },
+      );
+      throw ended ? notTheirConnection() : exchangeFailed();
+    }
+    if (isUniqueViolation(error, 'connections_no_duplicate')) {
+      await abandonExchange(deps, claim, exchanged, {
+        failureCode: 'DUPLICATE_INSTITUTION',
+        input,
+        institutionId: item.institutionId,
+      });
+      throw duplicateInstitution();
+    }
+    logger.error(
+      { err: error, item_id: exchanged.itemId },
+      'could not store the new connection; removing the Item',
+    );
+    await abandonExchange(deps, claim, exchanged, { failureCode: 'EXCHANGE_FAILED', input });
+    throw error;
+  }
+}
+
+/**
+ * Every Item must report to this service: one made outside our Link tokens (or before PLAID_WEBHOOK_URL
+ * was set) is pointed here. After the commit, so a failure only logs: the connection is stored, and
+ * reconciliation finds such an Item's status anyway.
+ */
+async function pointWebhookHere(
+  deps: UseCaseDependencies,
+  exchanged: ExchangedItem,
+  item: NewItem,
+): Promise<void> {
+  if (!deps.webhookUrl || item.webhook === deps.webhookUrl) return;
+  await deps.provider
+    .updateItemWebhook(exchanged.accessToken, deps.webhookUrl)
+    .catch((error: unknown) =>
+      deps.logger.warn({ err: error, item_id: exchanged.itemId }, "could not point the Item's webhook here"),
+    );
+}

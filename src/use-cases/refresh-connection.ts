@@ -1,0 +1,36 @@
+import { refreshStoredConnection } from '../domain/connections/connection-refresh';
+import type { ConnectedAccount } from '../domain/connections/connection';
+import { findConnection } from '../repository/connections-repository';
+import {
+  accessTokenOf,
+  noSuchConnection,
+  userConnectionKey,
+  type ConnectionReference,
+  type UseCaseDependencies,
+} from './use-case-dependencies';
+
+/**
+ * After Link's update mode: Plaid is asked how the Item is and which accounts it has; accounts the
+ * user added are stored, and a connection Plaid finds fine goes back to `good` with nothing pending.
+ */
+export class ConnectionRefresh {
+  constructor(private readonly deps: UseCaseDependencies) {}
+
+  async refreshConnection(input: {
+    subscriptionUserId: string;
+    connection: ConnectionReference;
+  }): Promise<ConnectedAccount[]> {
+    // Refreshing asks Plaid twice, as an exchange does: it counts against the same per-user limit.
+    await this.deps.perUserLimits.consume('exchange', input.subscriptionUserId);
+    const connection = await findConnection(
+      this.deps.pool,
+      userConnectionKey(this.deps, input.subscriptionUserId, input.connection),
+    );
+    if (!connection) throw noSuchConnection(input.connection);
+    return refreshStoredConnection(
+      this.deps,
+      connection,
+      accessTokenOf(this.deps, connection, input.connection),
+    );
+  }
+}

@@ -1,0 +1,83 @@
+import type { Pool } from '../db/pool';
+import type { TokenVault } from '../crypto/token-vault';
+import type { WebsiteNotices } from '../domain/connections/connection-notifications';
+import type { PerUserLimits } from '../domain/per-user-limits';
+import { notFound, type AppError } from '../errors';
+import type { Logger } from '../observability/logger';
+import type { ServiceMetrics } from '../observability/metrics';
+import type { AccountProvider } from '../provider/account-provider';
+import type { ConnectionKey, ConnectionRecord } from '../repository/connections-repository';
+
+/** Seams for tests that must stop at an exact point: a database outage, a race window. */
+export interface UseCaseHooks {
+  /** Before an exchange's first claim attempt, the statement that also looks for a duplicate. */
+  beforeDuplicateCheck?: () => Promise<void>;
+  afterProviderExchange?: () => Promise<void>;
+  afterConnectionStored?: () => Promise<void>;
+  afterAccountDeleted?: () => Promise<void>;
+}
+
+/** The Item-removal worker as use cases see it: one attempt right after a removal committed. */
+export interface RemovalDelivery {
+  /** Attempts the removal now and waits for it at most `waitMs`; the worker retries the rest. */
+  deliverSoon(outboxId: string, waitMs: number): Promise<void>;
+}
+
+/** What the use cases share: the database, the provider, the token vault, the removal worker, the limits. */
+export interface UseCaseDependencies {
+  pool: Pool;
+  provider: AccountProvider;
+  vault: TokenVault;
+  removalDelivery: RemovalDelivery;
+  /** Notifications to the website: recorded with each change, delivered soon after its commit. */
+  websiteNotices: WebsiteNotices;
+  perUserLimits: PerUserLimits;
+  logger: Logger;
+  /** Outcomes counted for the on-call engineer; unset in tests that build a use case by hand. */
+  metrics?: ServiceMetrics | undefined;
+  hooks?: UseCaseHooks | undefined;
+  /** How long a request waits for a concurrent exchange of the same public token. */
+  concurrentExchangeWaitMs?: number;
+  /** How long a removal's answer waits for the provider-side removal before leaving it to the worker. */
+  removalWaitMs?: number | undefined;
+  /** PLAID_WEBHOOK_URL: where every Item must send its webhooks. */
+  webhookUrl?: string | undefined;
+}
+
+const DEFAULT_REMOVAL_WAIT_MS = 2_000;
+
+/** The removal committed locally; one attempt at the provider now, the worker retries the rest. */
+export async function deliverRemoval(deps: UseCaseDependencies, outboxId: string): Promise<void> {
+  await deps.removalDelivery.deliverSoon(outboxId, deps.removalWaitMs ?? DEFAULT_REMOVAL_WAIT_MS);
+}
+
+/** How the website names one of its user's connections: by its Item's id, or by its access token. */
+export type ConnectionReference = { itemId: string } | { accessToken: string };
+
+/** The key of the user's own connection that `reference` names: another user's is never found by it. */
+export function userConnectionKey(
+  deps: Pick<UseCaseDependencies, 'vault'>,
+  subscriptionUserId: string,
+  reference: ConnectionReference,
+): ConnectionKey {
+  return 'itemId' in reference
+    ? { itemId: reference.itemId, subscriptionUserId }
+    : { accessTokenFingerprint: deps.vault.fingerprint(reference.accessToken), subscriptionUserId };
+}
+
+/** One 404 for an unknown connection and another user's alike, so that existence does not leak. */
+export function noSuchConnection(reference: ConnectionReference): AppError {
+  const named = 'itemId' in reference ? 'item_id' : 'access token';
+  return notFound(`No connection with this ${named} exists for this user.`);
+}
+
+/** The Item's access token: the one the website sent, or else the connection's own, decrypted. */
+export function accessTokenOf(
+  deps: Pick<UseCaseDependencies, 'vault'>,
+  connection: Pick<ConnectionRecord, 'accessTokenCiphertext' | 'itemId'>,
+  reference: ConnectionReference,
+): string {
+  return 'accessToken' in reference
+    ? reference.accessToken
+    : deps.vault.decrypt(connection.accessTokenCiphertext, connection.itemId);
+}

@@ -1,0 +1,12 @@
+/** How long the strings the service takes and gives may be, declared once for the wire and the domain. */
+
+/** Ids: a user's, an Item's, an institution's, an account's. */
+export const MAX_ID_LENGTH = 256;
+/** Plaid's names, as the provider accepts them. */
+export const MAX_NAME_LENGTH = 512;
+export const MAX_MASK_LENGTH = 32;
+export const MAX_TYPE_LENGTH = 64;
+/** An ISO 8601 timestamp, as toISOString writes it (24 characters; 27 past the year 9999). */
+export const MAX_TIMESTAMP_LENGTH = 32;
+/** Plaid's error codes and reasons. */
+export const MAX_CODE_LENGTH = 128;

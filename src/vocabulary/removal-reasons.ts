@@ -1,0 +1,20 @@
+/**
+ * Why an Item's removal at the provider was queued, declared once: the outbox rows, the database's
+ * CHECK (compared by a test) and the admin views are built from this list.
+ */
+export const REMOVAL_REASONS = [
+  /** The website removed the connection (`/remove-institution`). */
+  'institution_removed',
+  /** The website removed the connection's last account (`/remove-account`). */
+  'last_account_removed',
+  /** The user revoked the connection at the bank (`USER_PERMISSION_REVOKED`). */
+  'user_permission_revoked',
+  /** A new Item duplicated a connection the user already had. */
+  'duplicate_refused',
+  /** A new Item could not be stored. */
+  'exchange_failed',
+  /** A new Item's exchange was left unfinished by a process that died (found by the sweeper). */
+  'exchange_abandoned',
+] as const;
+
+export type RemovalReason = (typeof REMOVAL_REASONS)[number];

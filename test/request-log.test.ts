@@ -1,0 +1,156 @@
+import { randomUUID } from 'node:crypto';
+import {
+  asAdmin,
+  asWebsite,
+  linkPublicToken,
+  startService,
+  uniqueUserId,
+  type ServiceContext,
+} from './support/service';
+
+interface LogLine {
+  level: string;
+  msg: string;
+  request_id?: string;
+  route?: string;
+  status?: number;
+  duration_ms?: number;
+  subscription_user_id?: string;
+  [field: string]: unknown;
+}
+
+/** What an on-call engineer greps at 3 a.m.: one line per request, each field named one way. */
+describe('the request log', () => {
+  let service: ServiceContext;
+  beforeAll(async () => {
+    service = await startService({ env: { LOG_LEVEL: 'trace' } });
+  });
+  afterAll(() => service.close());
+
+  const linesOf = (requestId: string) =>
+    service.logs.map((line) => JSON.parse(line) as LogLine).filter((line) => line.request_id === requestId);
+  const requestLine = (requestId: string) => linesOf(requestId).find((line) => line.route !== undefined);
+
+  it('when a request is refused before routing, then its line still names the declared route, and unmatched only for undeclared paths', async () => {
+    const noSecret = await service.http.post('/create-link-token').send({});
+    const runId = randomUUID();
+    const templated = await service.http.get(`/admin/reconcile/${runId}`);
+    const undeclared = await service.http.get('/no/such/path').set(asAdmin);
+
+    expect([noSecret.status, templated.status, undeclared.status]).toEqual([401, 401, 404]);
+    expect(requestLine(noSecret.headers['x-request-id'] as string)).toMatchObject({
+      route: '/create-link-token',
+      status: 401,
+      code: 'UNAUTHENTICATED',
+      msg: 'POST /create-link-token 401',
+    });
+    expect(requestLine(templated.headers['x-request-id'] as string)).toMatchObject({
+      route: '/admin/reconcile/{run_id}',
+      msg: 'GET /admin/reconcile/{run_id} 401',
+    });
+    expect(requestLine(undeclared.headers['x-request-id'] as string)).toMatchObject({ route: 'unmatched' });
+  });
+
+  it('when a request names a user, then its line carries subscription_user_id, route, status and duration_ms', async () => {
+    const user = uniqueUserId('grep-me');
+
+    const response = await service.http
+      .post('/create-link-token')
+      .set(asWebsite)
+      .send({ subscription_user_id: user, app_name: 'Budget App' });
+
+    expect(response.status).toBe(200);
+    expect(requestLine(response.headers['x-request-id'] as string)).toMatchObject({
+      level: 'info',
+      route: '/create-link-token',
+      status: 200,
+      duration_ms: expect.any(Number),
+      subscription_user_id: user,
+    });
+  });
+
+  it('when one Plaid call fails, then it is one line with Plaid’s code and request id, and no stack is logged for it', async () => {
+    service.emulator.injectFault({ path: '/item/public_token/exchange', status: 500 });
+
+    const response = await service.http
+      .post('/exchange-public-token')
+      .set(asWebsite)
+      .send({
+        public_token: linkPublicToken(service),
+        subscription_user_id: uniqueUserId(),
+        app_name: 'Budget App',
+      });
+
+    expect(response.status).toBe(502);
+    const lines = linesOf(response.headers['x-request-id'] as string).filter(
+      (line) => line.level !== 'debug',
+    );
+    const failed = lines.filter((line) => line.msg.startsWith('Plaid call failed'));
+    expect(failed).toEqual([
+      expect.objectContaining({
+        level: 'warn',
+        operation: 'item/public_token/exchange',
+        error_code: 'INTERNAL_SERVER_ERROR',
+        plaid_request_id: expect.any(String),
+        attempt: 1,
+        duration_ms: expect.any(Number),
+      }),
+    ]);
+    expect(lines).toHaveLength(2);
+    expect(requestLine(response.headers['x-request-id'] as string)).toMatchObject({
+      level: 'error',
+      status: 502,
+      code: 'PROVIDER_ERROR',
+      error_code: 'INTERNAL_SERVER_ERROR',
+    });
+    expect(JSON.stringify(lines)).not.toContain('"stack"');
+  });
+
+  it('when a Plaid call succeeds, then a debug line gives its duration and Plaid’s request id', async () => {
+    const response = await service.http
+      .post('/create-link-token')
+      .set(asWebsite)
+      .send({ subscription_user_id: uniqueUserId(), app_name: 'Budget App' });
+
+    expect(linesOf(response.headers['x-request-id'] as string)).toEqual(
+      expect.arrayContaining([
+        expect.objectContaining({
+          level: 'debug',
+          msg: 'Plaid call',
+          operation: 'link/token/create',
+          duration_ms: expect.any(Number),
+          plaid_request_id: expect.any(String),
+        }),
+      ]),
+    );
+  });
+
+  it('when the probes answer healthy, then their lines are at debug', async () => {
+    const live = await service.http.get('/healthz');
+    const ready = await service.http.get('/readyz');
+
+    expect(requestLine(live.headers['x-request-id'] as string)).toMatchObject({
+      level: 'debug',
+      status: 200,
+    });
+    expect(requestLine(ready.headers['x-request-id'] as string)).toMatchObject({
+      level: 'debug',
+      status: 200,
+    });
+  });
+
+  it('when a whole session has been logged, then every field of every line is named in snake_case', () => {
+    const badKeys = new Set<string>();
+    const visit = (value: unknown) => {
+      if (typeof value !== 'object' || value === null) return;
+      for (const [key, child] of Object.entries(value)) {
+        if (!/^[a-z][a-z0-9_]*$/.test(key)) badKeys.add(key);
+        visit(child);
+      }
+    };
+    for (const line of service.logs) visit(JSON.parse(line));
+
+    expect(service.logs.length).toBeGreaterThan(10);
+    expect([...badKeys]).toEqual([]);
+  });
+});

@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { listen } from '../src/http/server';
+import { NEW_KID_LOOKUPS_PER_SOURCE_PER_MINUTE } from '../src/provider/webhook-verifier';
 import { plaidClient } from './support/plaid-client';
 import { connectInstitution, createLinkToken, endpointOf, pathOf, sendFrom } from './support/requests';
 import { PLAID_SECRET, rowsOf, startService, uniqueUserId, type ServiceContext } from './support/service';
@@ -60,20 +61,25 @@ describe('forged webhooks cannot starve genuine ones', () => {
       ])
     )[0];
 
-  it('when eleven forged webhooks with random key ids come first, then Plaid’s genuine one is still applied', async () => {
+  it('when a flood from one address spends its whole key look-up budget, then Plaid’s genuine webhook is still applied', async () => {
     const { accessToken, itemId } = await connect();
     // Plaid rotates its key: the genuine webhook names a kid this instance has never seen.
     service.emulator.rotateWebhookKey();
 
+    // The reproduction was eleven; past the per-source budget the forger is refused unasked.
+    const flood = NEW_KID_LOOKUPS_PER_SOURCE_PER_MINUTE + 5;
     const refusals = [];
-    for (let attempt = 0; attempt < 11; attempt += 1) {
+    for (let attempt = 0; attempt < flood; attempt += 1) {
       const { raw, signature } = forgedFor(itemId);
-      refusals.push(await postFrom(server, '127.0.0.2', raw, signature));
+      refusals.push((await postFrom(server, '127.0.0.2', raw, signature)).status);
     }
     await plaid().sandboxItemResetLogin({ access_token: accessToken });
     await service.emulator.flushWebhooks();
 
-    expect(refusals.map((refusal) => refusal.status)).toEqual(Array(11).fill(401));
+    expect(refusals).toEqual([
+      ...Array<number>(NEW_KID_LOOKUPS_PER_SOURCE_PER_MINUTE).fill(401),
+      ...Array<number>(5).fill(503),
+    ]);
     const genuine = service.emulator
       .webhooksSent()
       .filter((sent) => sent.body.item_id === itemId && sent.body.webhook_code === 'ERROR');

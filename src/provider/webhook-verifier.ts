@@ -70,6 +70,12 @@ export interface WebhookVerifierOptions {
   newKidLookupsPerMinute?: number;
 }
 
+/**
+ * Look-ups of key ids never seen before that one source address may cause a minute: Plaid's own
+ * deliveries need one per key rotation, so a forger spends at most this many Plaid calls.
+ */
+export const NEW_KID_LOOKUPS_PER_SOURCE_PER_MINUTE = 20;
+
 /** Checks Plaid's signature; throws WebhookVerificationError when it does not verify. */
 export interface WebhookVerifier {
   /** `source`: the sender's address, which budgets look-ups of keys never seen before. */
@@ -104,7 +110,8 @@ export function createWebhookVerifier(options: WebhookVerifierOptions): WebhookV
     logger: options.logger,
     recheckAfterSeconds: options.recheckKeyAfterSeconds ?? 3600,
     unknownKidTtlSeconds: options.unknownKidTtlSeconds ?? 300,
-    newKidLookupsPerSourcePerMinute: options.newKidLookupsPerSourcePerMinute ?? 20,
+    newKidLookupsPerSourcePerMinute:
+      options.newKidLookupsPerSourcePerMinute ?? NEW_KID_LOOKUPS_PER_SOURCE_PER_MINUTE,
     newKidLookupsPerMinute: options.newKidLookupsPerMinute ?? 600,
   });
   const refuse = (reason: WebhookVerificationFailure, message: string): never => {

@@ -92,11 +92,14 @@ describe('metrics on METRICS_PORT', () => {
       access_token: aliceConnection.accessToken,
     });
     await emulator.flushWebhooks();
+    // A webhook without Plaid-Verification is refused before its body is read: still counted.
+    const unsigned = await post('/webhooks/plaid', { webhook_type: 'ITEM', webhook_code: 'ERROR' });
     const response = await scrape();
     const metrics: Scrape = parseScrape(await response.text());
 
     expect(statuses).toEqual([200, 502, 429]);
     expect(removal.status).toBe(200);
+    expect(unsigned.status).toBe(401);
     expect(response.status).toBe(200);
     expect(response.headers.get('content-type')).toMatch(/^text\/plain; version=0\.0\.4/);
     const requests = (route: string, status: string) =>
@@ -110,6 +113,7 @@ describe('metrics on METRICS_PORT', () => {
     expect(requests('/create-link-token', '429')).toBe(1);
     expect(requests('/exchange-public-token', '200')).toBe(2);
     expect(requests('/webhooks/plaid', '200')).toBe(3);
+    expect(requests('/webhooks/plaid', '401')).toBe(1);
     expect(requests('/remove-institution', '200')).toBe(1);
     const attempts = (operation: string, caller: string, outcome: string) =>
       metrics.value('plaid_request_duration_seconds_count', { operation, caller, outcome });
@@ -133,6 +137,13 @@ describe('metrics on METRICS_PORT', () => {
       metrics.value('plaid_webhooks_received_total', { webhook_type: 'ITEM', webhook_code: code, outcome });
     expect(webhooks('WEBHOOK_UPDATE_ACKNOWLEDGED', 'ignored')).toBe(2);
     expect(webhooks('ERROR', 'applied')).toBe(1);
+    expect(
+      metrics.value('plaid_webhooks_received_total', {
+        webhook_type: 'other',
+        webhook_code: 'other',
+        outcome: 'unverified',
+      }),
+    ).toBe(1);
     expect(metrics.value('exchanges_total', { outcome: 'completed' })).toBe(2);
     expect(metrics.value('rate_limit_refusals_total', { limit: 'per_user' })).toBe(1);
     expect(

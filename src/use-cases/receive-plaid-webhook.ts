@@ -42,6 +42,8 @@ export class PlaidWebhooks {
   /** Refuses, before the body is read, a request whose Plaid-Verification cannot be a signed token. */
   refuseMalformedSignature(signature: string | undefined): void {
     if (isWellFormedVerificationHeader(signature)) return;
+    // Its body is never read, so its kind is unknown; counted so that a flood shows (and alerts).
+    this.deps.metrics?.countWebhook(undefined, undefined, 'unverified');
     throw new AppError('WEBHOOK_UNVERIFIED', {
       detail: 'The Plaid-Verification header is missing or is not a signed token.',
       logFields: {

@@ -2,6 +2,7 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import type { AppDependencies } from './app';
 import type { Config } from './config/load-config';
+import { EXCHANGE_ABANDON_AFTER_MS } from './config/time-budgets';
 import { deriveCursorKey } from './crypto/admin-cursor';
 import { TokenVault } from './crypto/token-vault';
 import { createPool, isDatabaseAnswering, type Pool } from './db/pool';
@@ -150,7 +151,8 @@ export function buildDependencies(
   }
   const outbox = new OutboxWorker(pool, outboxLogger, handlers, {
     pollIntervalMs: config.outbox.pollIntervalMs,
-    housekeep: () => runHousekeeping(pool, outboxLogger, {}),
+    housekeep: () =>
+      runHousekeeping(pool, outboxLogger, { abandonExchangeAfterSeconds: EXCHANGE_ABANDON_AFTER_MS / 1000 }),
   });
   const perUserLimits = new PerUserLimits(asyncCommitPool, config.rateLimits, metrics);
   const useCases = buildUseCases({

@@ -1,4 +1,5 @@
 import type { PoolClient } from 'pg';
+import { EXCHANGE_RESUME_AFTER_MS } from '../src/config/time-budgets';
 import { enqueueAbandonedExchanges } from '../src/repository/exchanges-repository';
 import { linkPublicToken, rowsOf, startService, uniqueUserId, type ServiceContext } from './support/service';
 import { exchange, linkMetadataFor } from './support/requests';
@@ -250,5 +251,67 @@ describe('submissions of one public token get one answer', () => {
       await rowsOf(service, `SELECT kind FROM events WHERE subscription_user_id = $1 ORDER BY id`, [user]),
     ).toEqual([{ kind: 'exchange_completed' }]);
     expect(service.emulator.calls('/item/public_token/exchange')).toHaveLength(1);
+  });
+});
+
+describe('an exchange whose holder died after storing its token is finished by a retry', () => {
+  let service: ServiceContext;
+  let afterKept: (() => Promise<void>) | undefined;
+  beforeAll(async () => {
+    service = await startService({
+      hooks: { afterTokenKept: () => afterKept?.() ?? Promise.resolve() },
+    });
+  });
+  beforeEach(() => {
+    service.emulator.clearCalls();
+    afterKept = undefined;
+  });
+  afterAll(() => service.close());
+
+  it('when a retry comes after EXCHANGE_RESUME_AFTER_MS, then it finishes the exchange with the stored token (200), and the holder, should it wake, answers the same', async () => {
+    const user = uniqueUserId();
+    const publicToken = linkPublicToken(service);
+    // The first holder stops right after its token is stored, as a process killed there would: to the
+    // database it is gone. It is let go at the end, to show that it then changes nothing.
+    let wake: () => void = () => undefined;
+    afterKept = () => {
+      afterKept = undefined;
+      return new Promise<void>((resolve) => (wake = resolve));
+    };
+    const first = exchange(service, { public_token: publicToken, subscription_user_id: user }).then(
+      (sent) => sent,
+    );
+    const stateOf = async () =>
+      (await rowsOf(service, `SELECT state FROM exchanges WHERE subscription_user_id = $1`, [user]))[0]
+        ?.state;
+    for (let tries = 0; (await stateOf()) !== 'exchanged' && tries < 100; tries += 1) await sleep(20);
+    // Its last sign of life was longer ago than a live exchange can take, not yet as long as the sweeper waits.
+    await rowsOf(
+      service,
+      `UPDATE exchanges SET updated_at = now() - make_interval(secs => $2) WHERE subscription_user_id = $1`,
+      [user, EXCHANGE_RESUME_AFTER_MS / 1000 + 10],
+    );
+
+    const retry = await exchange(service, { public_token: publicToken, subscription_user_id: user });
+    wake();
+    const woken = await first;
+
+    expect(retry.status).toBe(200);
+    expect(retry.body.accounts).toHaveLength(12);
+    expect(woken.status).toBe(200);
+    expect(woken.body).toEqual(retry.body);
+    expect(
+      await rowsOf(
+        service,
+        `SELECT c.account_count, e.state FROM connections c JOIN exchanges e ON e.connection_id = c.id
+          WHERE c.subscription_user_id = $1`,
+        [user],
+      ),
+    ).toEqual([{ account_count: 12, state: 'completed' }]);
+    expect(await rowsOf(service, `SELECT 1 FROM outbox WHERE subscription_user_id = $1`, [user])).toEqual([]);
+    // Plaid exchanged the public token once; the retry read the Item with the token the first one stored.
+    expect(service.emulator.calls('/item/public_token/exchange')).toHaveLength(1);
+    expect(service.emulator.calls('/accounts/get').length).toBeGreaterThanOrEqual(1);
+    expect(service.emulator.calls('/item/remove')).toEqual([]);
   });
 });

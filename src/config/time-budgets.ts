@@ -10,6 +10,17 @@ export const DATABASE_STATEMENT_TIMEOUT_MS = 5_000;
 export const EXCHANGE_CLAIM_STALE_AFTER_MS = 60_000;
 
 /**
+ * An exchange that stored its access token and was then untouched for this long is presumed dead: a
+ * retry of its public token takes it over and finishes it with the stored token (the public token itself
+ * is spent at Plaid). Longer than the rest of a live exchange can take (two Plaid reads with their
+ * retries, then one write), shorter than the sweeper's wait before it gives such an Item up.
+ */
+export const EXCHANGE_RESUME_AFTER_MS = 120_000;
+
+/** An exchange that stored its token and was untouched this long is abandoned and its Item removed. */
+export const EXCHANGE_ABANDON_AFTER_MS = 300_000;
+
+/**
  * The window in which an exchange holds a billed Item that no row names yet: Plaid's exchange call
  * plus the write that stores its access token (a checkout and one statement).
  */

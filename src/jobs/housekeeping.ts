@@ -6,8 +6,11 @@ import { pruneExpiredRateLimits } from '../repository/rate-limits-repository';
 import { pruneWebhookDeliveries } from '../repository/webhook-deliveries-repository';
 
 export interface HousekeepingSettings {
-  /** An exchange still unfinished after this long is treated as abandoned by a dead process. */
-  abandonExchangeAfterSeconds?: number;
+  /**
+   * An exchange still unfinished after this long is treated as abandoned by a dead process (longer than
+   * a retry waits before it resumes one: see EXCHANGE_RESUME_AFTER_MS).
+   */
+  abandonExchangeAfterSeconds: number;
 }
 
 /** Delivered notifications are kept this long for the admin views, then pruned. */
@@ -22,7 +25,7 @@ export async function runHousekeeping(
   logger: Logger,
   settings: HousekeepingSettings,
 ): Promise<void> {
-  const abandoned = await enqueueAbandonedExchanges(pool, settings.abandonExchangeAfterSeconds ?? 300);
+  const abandoned = await enqueueAbandonedExchanges(pool, settings.abandonExchangeAfterSeconds);
   if (abandoned > 0) logger.warn({ count: abandoned }, 'queued removal of Items from abandoned exchanges');
   await pruneFinishedExchanges(pool);
   await pruneExpiredRateLimits(pool);

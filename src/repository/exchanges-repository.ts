@@ -17,6 +17,8 @@ export interface ExchangeRow {
   connection_id: string | null;
   failure_code: string | null;
   claim_is_stale: boolean;
+  /** 'exchanged' and untouched long enough that its holder is presumed dead: see takeOverExchangedToken. */
+  resumable: boolean;
 }
 
 /** The holder of an exchange's claim: every later state change names it. */
@@ -80,6 +82,8 @@ export async function claimUnseenExchange(
     subscriptionUserId: string;
     appName: string;
     staleAfterSeconds: number;
+    /** An 'exchanged' row untouched this long may be resumed (`resumable`). */
+    resumeAfterSeconds: number;
     count: RateLimitCount | undefined;
     duplicateOf: { institutionId: string; accountsSignature: string } | undefined;
   },
@@ -100,7 +104,8 @@ export async function claimUnseenExchange(
     name: 'claim-unseen-exchange',
     text: `WITH existing AS (
        SELECT state, subscription_user_id, app_name, connection_id, failure_code,
-              (state = 'claimed' AND updated_at < now() - make_interval(secs => $5)) AS claim_is_stale
+              (state = 'claimed' AND updated_at < now() - make_interval(secs => $5)) AS claim_is_stale,
+              (state = 'exchanged' AND updated_at < now() - make_interval(secs => $14)) AS resumable
          FROM exchanges WHERE public_token_fingerprint = $1
      ), user_counter AS (
        INSERT INTO rate_limits AS counter (key, points, expire)
@@ -146,6 +151,7 @@ export async function claimUnseenExchange(
       count === undefined ? null : count.now + count.windowMs,
       duplicateOf?.institutionId ?? null,
       duplicateOf?.accountsSignature ?? null,
+      attempt.resumeAfterSeconds,
     ],
   });
   const row = rows[0]!;
@@ -158,6 +164,7 @@ export async function claimUnseenExchange(
           connection_id: row.connection_id ?? null,
           failure_code: row.failure_code ?? null,
           claim_is_stale: row.claim_is_stale ?? false,
+          resumable: row.resumable ?? false,
         }
       : undefined,
     claim: row.claimed ? { fingerprint: attempt.fingerprint, claimId: attempt.claimId } : undefined,
@@ -217,6 +224,32 @@ export async function recordExchangedToken(
       row.connection_id === null || row.subscription_user_id === null
         ? undefined
         : { connectionId: row.connection_id, subscriptionUserId: row.subscription_user_id },
+  };
+}
+
+/**
+ * Takes over an exchange whose holder stored the access token and then went silent (the process died):
+ * the new claim replaces the old, so the old holder, should it still be alive, can change nothing more.
+ * Only for the same user, and only while the row is still 'exchanged' and stale; the sweeper's
+ * abandonment and this take-over each name the state they expect, so only one of them wins.
+ */
+export async function takeOverExchangedToken(
+  db: Queryable,
+  takeOver: { fingerprint: Buffer; claimId: string; subscriptionUserId: string; staleAfterSeconds: number },
+): Promise<{ claim: ExchangeClaim; providerItemId: string; accessTokenCiphertext: string } | undefined> {
+  const { rows } = await db.query<{ provider_item_id: string; access_token_ciphertext: string }>(
+    `UPDATE exchanges SET claim_id = $2, claimed_at = now(), updated_at = now()
+      WHERE public_token_fingerprint = $1 AND state = 'exchanged' AND subscription_user_id = $3
+        AND updated_at < now() - make_interval(secs => $4)
+     RETURNING provider_item_id, access_token_ciphertext`,
+    [takeOver.fingerprint, takeOver.claimId, takeOver.subscriptionUserId, takeOver.staleAfterSeconds],
+  );
+  const row = rows[0];
+  if (!row) return undefined;
+  return {
+    claim: { fingerprint: takeOver.fingerprint, claimId: takeOver.claimId },
+    providerItemId: row.provider_item_id,
+    accessTokenCiphertext: row.access_token_ciphertext,
   };
 }
 

@@ -13,6 +13,8 @@ export interface UseCaseHooks {
   /** Before an exchange's first claim attempt, the statement that also looks for a duplicate. */
   beforeDuplicateCheck?: () => Promise<void>;
   afterProviderExchange?: () => Promise<void>;
+  /** After an exchange stored its new access token, before it reads the Item's accounts. */
+  afterTokenKept?: () => Promise<void>;
   afterConnectionStored?: () => Promise<void>;
   afterAccountDeleted?: () => Promise<void>;
 }

@@ -3,13 +3,12 @@ import { queueRemovalOfUnstoredItem } from '../../domain/connections/connection-
 import { recordEvent } from '../../repository/events-repository';
 import { finishExchange, type ExchangeClaim } from '../../repository/exchanges-repository';
 import { deliverRemoval, type UseCaseDependencies } from '../use-case-dependencies';
-import { removeItemDirectly, type ExchangedItem } from './exchange-outcomes';
+import type { ExchangedItem } from './exchange-outcomes';
 
 /**
  * Gives up on an exchanged Item that was never stored: the exchange record (still this claim's
- * 'exchanged' row) and an outbox row commit together, then the removal is attempted at once. If even
- * that cannot be written, the Item is removed directly; the 'exchanged' record is the last resort,
- * swept into the outbox by the worker.
+ * 'exchanged' row) and an outbox row commit together, then the removal is attempted at once. If that
+ * cannot be written, the 'exchanged' record stays: a retry resumes it, or the sweeper queues the removal.
  */
 export async function abandonExchange(
   deps: UseCaseDependencies,
@@ -59,9 +58,12 @@ export async function abandonExchange(
       );
       return;
     }
-    await removeItemDirectly(deps, exchanged, {
-      error,
-      message: 'could not queue the Item removal; removing it directly',
-    });
+    // The 'exchanged' record is durable: a retry of the public token resumes it, or the sweeper queues
+    // the Item's removal. Removing the Item here could destroy a connection that a retry's take-over
+    // stored meanwhile (this claim may already be lost), so nothing more is done.
+    logger.error(
+      { err: error, item_id: exchanged.itemId },
+      'could not record the abandoned exchange; a retry resumes it or the sweeper removes its Item',
+    );
   }
 }

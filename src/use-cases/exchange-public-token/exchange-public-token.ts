@@ -8,10 +8,15 @@ import { AppError, notFound } from '../../errors';
 import { listAccountsOfConnection } from '../../repository/accounts-repository';
 import { findConnection } from '../../repository/connections-repository';
 import { recordEvent } from '../../repository/events-repository';
-import { claimExchange, claimUnseenExchange, type ExchangeRow } from '../../repository/exchanges-repository';
-import { EXCHANGE_CLAIM_STALE_AFTER_MS } from '../../config/time-budgets';
+import {
+  claimExchange,
+  claimUnseenExchange,
+  takeOverExchangedToken,
+  type ExchangeRow,
+} from '../../repository/exchanges-repository';
+import { EXCHANGE_CLAIM_STALE_AFTER_MS, EXCHANGE_RESUME_AFTER_MS } from '../../config/time-budgets';
 import type { UseCaseDependencies } from '../use-case-dependencies';
-import { performExchange } from './exchange-steps';
+import { completeExchange, ExchangeClaimLostError, performExchange } from './exchange-steps';
 import {
   duplicateInstitution,
   replayOfAbandoned,
@@ -23,6 +28,7 @@ import { InFlightWork } from './in-flight-work';
 export type { ExchangeInput, LinkMetadata };
 
 const CLAIM_STALE_AFTER_SECONDS = EXCHANGE_CLAIM_STALE_AFTER_MS / 1000;
+const RESUME_AFTER_SECONDS = EXCHANGE_RESUME_AFTER_MS / 1000;
 
 /** Waiting on a concurrent exchange: 50 ms doubling to 1 s, jittered, so waiters barely touch the database. */
 function waiterBackoffMs(round: number): number {
@@ -92,6 +98,7 @@ export class PublicTokenExchange {
         subscriptionUserId: input.subscriptionUserId,
         appName: input.appName,
         staleAfterSeconds: CLAIM_STALE_AFTER_SECONDS,
+        resumeAfterSeconds: RESUME_AFTER_SECONDS,
         count,
         duplicateOf,
       });
@@ -117,10 +124,20 @@ export class PublicTokenExchange {
           staleAfterSeconds: CLAIM_STALE_AFTER_SECONDS,
         });
       }
+      if (existing?.resumable) {
+        const resumed = await this.resume(input, fingerprint, options);
+        if (resumed) return resumed;
+      }
       if (claim) {
         const held = claim;
         options.onBilledWorkStarted?.();
-        return this.billedWork.run(() => performExchange(this.deps, input, held));
+        try {
+          return await this.billedWork.run(() => performExchange(this.deps, input, held));
+        } catch (error) {
+          // Taken over meanwhile: the next round answers what the exchange became.
+          if (!(error instanceof ExchangeClaimLostError)) throw error;
+          continue;
+        }
       }
       // Another request holds this public token right now: wait for its answer and give the same one.
       if (Date.now() > deadline) {
@@ -130,6 +147,45 @@ export class PublicTokenExchange {
         });
       }
       await sleep(waiterBackoffMs(round));
+    }
+  }
+
+  /**
+   * Takes over an exchange whose holder stored the access token and then died, and finishes it with
+   * that token: Plaid will not exchange the public token again, so this is the only way the user's
+   * bank login still becomes a connection. Undefined when another request or the sweeper took it first.
+   */
+  private async resume(
+    input: ExchangeInput,
+    fingerprint: Buffer,
+    options: { onBilledWorkStarted?: () => void },
+  ): Promise<{ accounts: ConnectedAccount[]; replayed: boolean } | undefined> {
+    const { pool, vault, logger } = this.deps;
+    const taken = await takeOverExchangedToken(pool, {
+      fingerprint,
+      claimId: randomUUID(),
+      subscriptionUserId: input.subscriptionUserId,
+      staleAfterSeconds: RESUME_AFTER_SECONDS,
+    });
+    if (!taken) return undefined;
+    const itemId = taken.providerItemId;
+    logger.warn(
+      { item_id: itemId },
+      'resuming an exchange whose holder stopped after storing its access token',
+    );
+    options.onBilledWorkStarted?.();
+    const exchanged = {
+      itemId,
+      accessToken: vault.decrypt(taken.accessTokenCiphertext, itemId),
+      ciphertext: taken.accessTokenCiphertext,
+    };
+    try {
+      return await this.billedWork.run(() =>
+        completeExchange(this.deps, input, taken.claim, exchanged, undefined),
+      );
+    } catch (error) {
+      if (!(error instanceof ExchangeClaimLostError)) throw error;
+      return undefined;
     }
   }
 

@@ -54,8 +54,11 @@ class ItemRemovalPendingError extends Error {
   }
 }
 
-/** The claim was taken from this request (a sweeper abandoned its exchange); nothing may be stored. */
-class ExchangeClaimLostError extends Error {
+/**
+ * The claim was taken from this request (a sweeper abandoned its exchange, or a retry resumed it);
+ * nothing was stored. The caller reads the exchange again and answers what it became.
+ */
+export class ExchangeClaimLostError extends Error {
   constructor() {
     super('the exchange claim was lost before the connection could be stored');
     this.name = 'ExchangeClaimLostError';
@@ -74,6 +77,22 @@ export async function performExchange(
 ): Promise<{ accounts: ConnectedAccount[]; replayed: boolean }> {
   const exchanged = await exchangeAtProvider(deps, input, claim);
   const holder = await keepExchangedToken(deps, claim, exchanged);
+  await deps.hooks?.afterTokenKept?.();
+  return completeExchange(deps, input, claim, exchanged, holder);
+}
+
+/**
+ * The exchange from its stored access token on: the Item described, the connection stored. Also where
+ * a retry resumes an exchange whose holder died after storing the token (`holder` then unknown: a
+ * connection that holds the Item shows when storing). `replayed` as for performExchange.
+ */
+export async function completeExchange(
+  deps: UseCaseDependencies,
+  input: ExchangeInput,
+  claim: ExchangeClaim,
+  exchanged: ExchangedItem,
+  holder: ItemHolder | undefined,
+): Promise<{ accounts: ConnectedAccount[]; replayed: boolean }> {
   if (holder)
     return { accounts: await answerForHeldItem(deps, input, claim, exchanged, holder), replayed: true };
   const item = await describeNewItem(deps, input, claim, exchanged);
@@ -249,8 +268,8 @@ async function storeConnection(
       );
       throw databaseUnavailable(error);
     }
-    // Someone else (the sweeper) already abandoned this exchange and queued its Item's removal.
-    if (error instanceof ExchangeClaimLostError) throw exchangeFailed();
+    // Someone else took this exchange (the sweeper abandoned it, or a retry resumed it): not ours to end.
+    if (error instanceof ExchangeClaimLostError) throw error;
     if (
       isUniqueViolation(error, 'connections_provider_item_id_key') ||
       isUniqueViolation(error, 'connections_access_token_fingerprint_key')

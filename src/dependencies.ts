@@ -58,6 +58,7 @@ export interface DependencyOverrides {
   hooks?: UseCaseHooks;
   poolMax?: number;
   removalWaitMs?: number;
+  userRemovalBatchSize?: number;
   /** Node's process metrics: one set per process is enough (tests build many services in one). */
   processMetrics?: boolean;
 }
@@ -161,6 +162,7 @@ export function buildDependencies(
     vault,
     removalDelivery: {
       deliverSoon: (outboxId, waitMs) => outbox.deliverSoon('provider_item_remove', outboxId, waitMs),
+      wake: () => outbox.wake('provider_item_remove'),
     },
     websiteNotices:
       notifications.url === undefined
@@ -171,6 +173,7 @@ export function buildDependencies(
     metrics,
     hooks: overrides.hooks,
     removalWaitMs: overrides.removalWaitMs,
+    userRemovalBatchSize: overrides.userRemovalBatchSize,
     webhookUrl,
     webhookVerifier: createWebhookVerifier({
       fetchKey: (kid) => webhookKeyProvider.getWebhookVerificationKey(kid),

@@ -11,6 +11,7 @@ import { DatabaseGauges } from './jobs/database-gauges';
 import { runHousekeeping } from './jobs/housekeeping';
 import { ItemRemovalHandler } from './jobs/item-removal-handler';
 import { OutboxWorker, type OutboxHandler } from './jobs/outbox-worker';
+import { RetentionJob } from './jobs/retention';
 import { WebsiteNotificationHandler } from './jobs/website-notification-handler';
 import type { Logger } from './observability/logger';
 import { ServiceMetrics } from './observability/metrics';
@@ -39,6 +40,8 @@ export interface Dependencies extends UseCases {
    * to the website. start() it; stop() it before the pools close.
    */
   outbox: OutboxWorker;
+  /** Deletes rows past their retention, in bounded batches. start() it; stop() it before the pools close. */
+  retention: RetentionJob;
   perUserLimits: PerUserLimits;
   /** Undefined when METRICS_PORT is 0: nothing is measured at all then. */
   metrics: ServiceMetrics | undefined;
@@ -153,6 +156,12 @@ export function buildDependencies(
     pollIntervalMs: config.outbox.pollIntervalMs,
     housekeep: () => runHousekeeping(pool, outboxLogger, {}),
   });
+  const retention = new RetentionJob(
+    pool,
+    logger.child({ component: 'retention' }),
+    config.retention,
+    metrics,
+  );
   const perUserLimits = new PerUserLimits(asyncCommitPool, config.rateLimits, metrics);
   const useCases = buildUseCases({
     pool,
@@ -197,6 +206,7 @@ export function buildDependencies(
     provider,
     vault,
     outbox,
+    retention,
     perUserLimits,
     metrics,
     databaseGauges,
@@ -215,6 +225,7 @@ export function toAppDependencies(config: Config, logger: Logger, deps: Dependen
     provider: _provider,
     vault: _vault,
     outbox: _outbox,
+    retention: _retention,
     perUserLimits: _limits,
     metrics,
     databaseGauges: _gauges,

@@ -112,6 +112,7 @@ export async function startService(options: ServiceOptions = {}): Promise<Servic
     close: async () => {
       await deps.reconciliation.stop();
       await deps.outbox.stop();
+      await deps.retention.stop();
       await deps.pool.end();
       await deps.adminPool.end();
       await deps.asyncCommitPool.end();

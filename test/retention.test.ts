@@ -1,7 +1,6 @@
 import { Client } from 'pg';
 import { RetentionJob } from '../src/jobs/retention';
 import { createLogger } from '../src/observability/logger';
-import { createLinkToken } from './support/requests';
 import { rowsOf, startService, uniqueUserId, type ServiceContext } from './support/service';
 
 const quietLogger = () => createLogger({ level: 'silent' });

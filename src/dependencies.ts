@@ -12,6 +12,7 @@ import { DatabaseGauges } from './jobs/database-gauges';
 import { runHousekeeping } from './jobs/housekeeping';
 import { ItemRemovalHandler } from './jobs/item-removal-handler';
 import { OutboxWorker, type OutboxHandler } from './jobs/outbox-worker';
+import { RetentionJob } from './jobs/retention';
 import { WebsiteNotificationHandler } from './jobs/website-notification-handler';
 import type { Logger } from './observability/logger';
 import { ServiceMetrics } from './observability/metrics';
@@ -40,6 +41,8 @@ export interface Dependencies extends UseCases {
    * to the website. start() it; stop() it before the pools close.
    */
   outbox: OutboxWorker;
+  /** Deletes rows past their retention, in bounded batches. start() it; stop() it before the pools close. */
+  retention: RetentionJob;
   perUserLimits: PerUserLimits;
   /** Undefined when METRICS_PORT is 0: nothing is measured at all then. */
   metrics: ServiceMetrics | undefined;
@@ -59,6 +62,7 @@ export interface DependencyOverrides {
   hooks?: UseCaseHooks;
   poolMax?: number;
   removalWaitMs?: number;
+  userRemovalBatchSize?: number;
   /** Node's process metrics: one set per process is enough (tests build many services in one). */
   processMetrics?: boolean;
 }
@@ -154,6 +158,12 @@ export function buildDependencies(
     housekeep: () =>
       runHousekeeping(pool, outboxLogger, { abandonExchangeAfterSeconds: EXCHANGE_ABANDON_AFTER_MS / 1000 }),
   });
+  const retention = new RetentionJob(
+    pool,
+    logger.child({ component: 'retention' }),
+    config.retention,
+    metrics,
+  );
   const perUserLimits = new PerUserLimits(asyncCommitPool, config.rateLimits, metrics);
   const useCases = buildUseCases({
     pool,
@@ -163,6 +173,7 @@ export function buildDependencies(
     vault,
     removalDelivery: {
       deliverSoon: (outboxId, waitMs) => outbox.deliverSoon('provider_item_remove', outboxId, waitMs),
+      wake: () => outbox.wake('provider_item_remove'),
     },
     websiteNotices:
       notifications.url === undefined
@@ -173,6 +184,7 @@ export function buildDependencies(
     metrics,
     hooks: overrides.hooks,
     removalWaitMs: overrides.removalWaitMs,
+    userRemovalBatchSize: overrides.userRemovalBatchSize,
     webhookUrl,
     webhookVerifier: createWebhookVerifier({
       fetchKey: (kid) => webhookKeyProvider.getWebhookVerificationKey(kid),
@@ -196,6 +208,7 @@ export function buildDependencies(
     provider,
     vault,
     outbox,
+    retention,
     perUserLimits,
     metrics,
     databaseGauges,
@@ -214,6 +227,7 @@ export function toAppDependencies(config: Config, logger: Logger, deps: Dependen
     provider: _provider,
     vault: _vault,
     outbox: _outbox,
+    retention: _retention,
     perUserLimits: _limits,
     metrics,
     databaseGauges: _gauges,

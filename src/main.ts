@@ -84,6 +84,9 @@ async function main(): Promise<void> {
       .stop()
       .catch((error: unknown) => logger.error({ err: error }, 'reconciliation stop failed'));
     await deps?.outbox.stop().catch((error: unknown) => logger.error({ err: error }, 'outbox stop failed'));
+    await deps?.retention
+      .stop()
+      .catch((error: unknown) => logger.error({ err: error }, 'retention stop failed'));
     for (const pool of [deps?.pool, deps?.adminPool, deps?.asyncCommitPool]) {
       await pool?.end().catch((error: unknown) => logger.error({ err: error }, 'pool close failed'));
     }
@@ -227,6 +230,7 @@ async function start(
     );
   }
   deps.outbox.start();
+  deps.retention.start();
   const bound = server.address();
   const port = typeof bound === 'object' && bound ? bound.port : config.port;
   const address = typeof bound === 'object' && bound ? bound.address : config.host;

@@ -122,7 +122,18 @@ const MAY_IMPORT: Record<string, readonly string[]> = {
   ],
   bootstrap: ['config', 'db', 'dev', 'observability'],
   main: ['app', 'bootstrap', 'config', 'dependencies', 'http', 'observability'],
-  cli: ['bootstrap', 'config', 'db', 'dependencies', 'errors', 'observability', 'use-cases'],
+  // `npm run prune` runs the retention job once, in the foreground.
+  cli: [
+    'bootstrap',
+    'config',
+    'db',
+    'dependencies',
+    'errors',
+    'jobs',
+    'observability',
+    'use-cases',
+    'vocabulary',
+  ],
   emulator: [],
 };
 

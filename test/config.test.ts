@@ -80,6 +80,23 @@ describe('configuration', () => {
     );
   });
 
+  it('when a retention is not a whole number of days, or keeps events under 31 days, then it is named', () => {
+    const problems = problemsOf(
+      productionEnv({ EVENTS_RETENTION_DAYS: '30', HOUSEKEEPING_RETENTION_DAYS: '0' }),
+    );
+    const fractional = problemsOf(productionEnv({ HOUSEKEEPING_RETENTION_DAYS: '1.5' }));
+
+    expect(problems).toEqual([
+      'EVENTS_RETENTION_DAYS: must be a whole number of days, at least 31 (the admin stats count the last 30 days)',
+      expect.stringMatching(/^HOUSEKEEPING_RETENTION_DAYS: /),
+    ]);
+    expect(fractional).toEqual([expect.stringMatching(/^HOUSEKEEPING_RETENTION_DAYS: /)]);
+    expect(loadConfig(productionEnv()).retention).toEqual({ eventsDays: 400, housekeepingDays: 30 });
+    expect(
+      loadConfig(productionEnv({ EVENTS_RETENTION_DAYS: '31', HOUSEKEEPING_RETENTION_DAYS: '1' })).retention,
+    ).toEqual({ eventsDays: 31, housekeepingDays: 1 });
+  });
+
   it('when the HMAC key equals the encryption key, then it refuses to start', () => {
     const shared = key();
 

@@ -246,15 +246,15 @@ describe('connection health', () => {
     ]);
   });
 
-  it('when delivery records are older than two days, then the worker prunes them and keeps recent ones', async () => {
+  it('when delivery records are older than HOUSEKEEPING_RETENTION_DAYS, then the retention prunes them and keeps recent ones', async () => {
     await rowsOf(
       service,
       `INSERT INTO webhook_deliveries (verification_sha256, item_id, webhook_type, webhook_code, received_at)
-       VALUES (sha256('old-delivery'), 'item-old', 'ITEM', 'ERROR', now() - interval '3 days'),
-              (sha256('recent-delivery'), 'item-recent', 'ITEM', 'ERROR', now() - interval '1 day')`,
+       VALUES (sha256('old-delivery'), 'item-old', 'ITEM', 'ERROR', now() - interval '31 days'),
+              (sha256('recent-delivery'), 'item-recent', 'ITEM', 'ERROR', now() - interval '29 days')`,
     );
 
-    await service.deps.outbox.runOnce();
+    await service.deps.retention.runOnce();
 
     expect(
       await rowsOf(

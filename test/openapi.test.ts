@@ -39,6 +39,7 @@ import {
   refreshConnection,
   removeAccount,
   removeInstitution,
+  removeUser,
   retryDeadRemovals,
   startReconciliation,
   withoutSecret,
@@ -243,6 +244,10 @@ describe('GET /openapi.json', () => {
     const removeInstitutionBody = { subscription_user_id: user, access_token: other.accessToken };
     const removedInstitution = await removeInstitution(service, user, other.accessToken);
     await connectInstitution(service, user, 'ins_109509');
+    const endedUser = uniqueUserId('ended');
+    await connectInstitution(service, endedUser, 'ins_109508');
+    const removeUserBody = { subscription_user_id: endedUser };
+    const removedUser = await removeUser(service, endedUser);
     const accounts = await listAdminAccounts(service, { limit: 1 });
     const connections = await listAdminConnections(service, { limit: 1 });
     const itemView = await getAdminConnection(service, exchanged.body.accounts[0].item_id as string);
@@ -280,6 +285,7 @@ describe('GET /openapi.json', () => {
       ['exchangePublicToken', exchangeBody, exchanged],
       ['removeAccount', removeAccountBody, removedAccount],
       ['removeInstitution', removeInstitutionBody, removedInstitution],
+      ['removeUser', removeUserBody, removedUser],
       ['listAdminAccounts', undefined, accounts],
       ['listAdminConnections', undefined, connections],
       ['getAdminConnection', undefined, itemView],
@@ -533,6 +539,7 @@ describe('GET /openapi.json', () => {
       'refreshConnection',
       'removeAccount',
       'removeInstitution',
+      'removeUser',
       'retryDeadRemovals',
     ]);
   });

@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { connectInstitution, createLinkToken, exchange, removeAccount } from './support/requests';
+import { connectInstitution, createLinkToken, exchange, removeAccount, removeUser } from './support/requests';
 import {
   linkPublicToken,
   problemShape,
@@ -106,6 +106,21 @@ describe('per-user rate limits', () => {
           accountIds[3],
         ])
       ).rowCount,
+    ).toBe(1);
+  });
+
+  it('when a user’s removals used up the minute, then /remove-user answers 429 and every connection stays', async () => {
+    const user = uniqueUserId();
+    const { accountIds } = await connectInstitution(service, user);
+    for (const accountId of accountIds.slice(0, 3))
+      expect((await removeAccount(service, user, accountId)).status).toBe(200);
+
+    const limited = await removeUser(service, user);
+
+    expect(limited.status).toBe(429);
+    expect(
+      (await service.deps.pool.query(`SELECT 1 FROM connections WHERE subscription_user_id = $1`, [user]))
+        .rowCount,
     ).toBe(1);
   });
 });

@@ -64,6 +64,7 @@ describe('strict request bodies', () => {
         'refreshConnection',
         'removeAccount',
         'removeInstitution',
+        'removeUser',
         'retryDeadRemovals',
       ].sort(),
     );

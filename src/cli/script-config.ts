@@ -15,12 +15,14 @@ export function failScript(message: string): never {
  * pooler's few server connections, which the service's instances share.
  */
 export async function loadScriptConfig(
-  insteadOnTheService: string,
+  insteadOnTheService: string | { sentence: string },
 ): Promise<{ config: Config; databaseUrl: string }> {
   if (!process.env.DATABASE_URL?.trim()) {
     failScript(
-      'DATABASE_URL is required. With the embedded database of `npm start`, call ' +
-        `${insteadOnTheService} on the running service instead.`,
+      typeof insteadOnTheService === 'string'
+        ? 'DATABASE_URL is required. With the embedded database of `npm start`, call ' +
+            `${insteadOnTheService} on the running service instead.`
+        : `DATABASE_URL is required. ${insteadOnTheService.sentence}`,
     );
   }
   try {

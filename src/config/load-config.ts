@@ -54,6 +54,9 @@ const commaList = optionalText.transform((value) =>
         .filter((item) => item !== ''),
 );
 
+/** The events table's trigger refuses to delete anything younger, whatever the setting says. */
+export const EVENTS_RETENTION_MIN_DAYS = 31;
+
 const positiveInt = (fallback: number) => z.coerce.number().int().positive().default(fallback);
 
 /** The Standard Webhooks schedule after the first attempt: 5 s, 5 min, 30 min, 2, 5, 10, 14, 20 and 24 h. */
@@ -101,6 +104,15 @@ const environmentSchema = z.object({
   OUTBOX_POLL_INTERVAL_MS: positiveInt(5_000),
   OUTBOX_MAX_BACKOFF_SECONDS: positiveInt(3_600),
   OUTBOX_RETRY_HORIZON_HOURS: positiveInt(168),
+  // The admin stats count events over the last 30 days at most: a shorter retention would empty them.
+  EVENTS_RETENTION_DAYS: z.coerce
+    .number()
+    .int()
+    .min(EVENTS_RETENTION_MIN_DAYS, {
+      message: `must be a whole number of days, at least ${EVENTS_RETENTION_MIN_DAYS} (the admin stats count the last 30 days)`,
+    })
+    .default(400),
+  HOUSEKEEPING_RETENTION_DAYS: positiveInt(30),
   ADMIN_POOL_SIZE: positiveInt(3),
   ADMIN_EXPORT_CONCURRENCY: positiveInt(2),
   ADMIN_EXPORT_STALL_TIMEOUT_MS: positiveInt(30_000),
@@ -176,6 +188,11 @@ export interface Config {
     publicPerMinute: number;
   };
   outbox: { pollIntervalMs: number; maxBackoffSeconds: number; retryHorizonHours: number };
+  /**
+   * How long rows are kept: events, and the housekeeping rows (finished exchanges, done outbox rows,
+   * webhook deliveries). The retention job and `npm run prune` delete what is older.
+   */
+  retention: { eventsDays: number; housekeepingDays: number };
   admin: { poolSize: number; exportConcurrency: number; exportStallTimeoutMs: number };
   /** Reconciliation's calls to Plaid's /item/get: how many at once, and how many started per second. */
   reconciliation: { concurrency: number; requestsPerSecond: number };
@@ -397,6 +414,10 @@ export function loadConfig(
       pollIntervalMs: env.OUTBOX_POLL_INTERVAL_MS,
       maxBackoffSeconds: env.OUTBOX_MAX_BACKOFF_SECONDS,
       retryHorizonHours: env.OUTBOX_RETRY_HORIZON_HOURS,
+    },
+    retention: {
+      eventsDays: env.EVENTS_RETENTION_DAYS,
+      housekeepingDays: env.HOUSEKEEPING_RETENTION_DAYS,
     },
     admin: {
       poolSize: env.ADMIN_POOL_SIZE,

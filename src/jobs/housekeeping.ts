@@ -1,9 +1,7 @@
 import type { Pool } from '../db/pool';
 import type { Logger } from '../observability/logger';
-import { enqueueAbandonedExchanges, pruneFinishedExchanges } from '../repository/exchanges-repository';
-import { pruneDeliveredNotifications } from '../repository/outbox-repository';
+import { enqueueAbandonedExchanges } from '../repository/exchanges-repository';
 import { pruneExpiredRateLimits } from '../repository/rate-limits-repository';
-import { pruneWebhookDeliveries } from '../repository/webhook-deliveries-repository';
 
 export interface HousekeepingSettings {
   /**
@@ -13,12 +11,11 @@ export interface HousekeepingSettings {
   abandonExchangeAfterSeconds: number;
 }
 
-/** Delivered notifications are kept this long for the admin views, then pruned. */
-const DELIVERED_NOTIFICATION_RETENTION_DAYS = 30;
-
 /**
  * What each outbox pass does first: Items of exchanges a dead process left are queued for removal (the
- * sweeper), and expired rows are pruned. Safe in several instances at once (SKIP LOCKED, bounded deletes).
+ * sweeper), and expired rate-limit counters are pruned. Safe in several instances at once. Rows kept
+ * for a retention period are the retention job's (retention.ts), which runs apart so that a long prune
+ * never delays the removals.
  */
 export async function runHousekeeping(
   pool: Pool,
@@ -27,8 +24,5 @@ export async function runHousekeeping(
 ): Promise<void> {
   const abandoned = await enqueueAbandonedExchanges(pool, settings.abandonExchangeAfterSeconds);
   if (abandoned > 0) logger.warn({ count: abandoned }, 'queued removal of Items from abandoned exchanges');
-  await pruneFinishedExchanges(pool);
   await pruneExpiredRateLimits(pool);
-  await pruneWebhookDeliveries(pool);
-  await pruneDeliveredNotifications(pool, DELIVERED_NOTIFICATION_RETENTION_DAYS);
 }

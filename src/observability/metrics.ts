@@ -16,6 +16,7 @@ import {
   type PlaidOperation,
 } from '../vocabulary/plaid-calls';
 import { PLAID_WEBHOOK_CODES, PLAID_WEBHOOK_TYPES } from '../vocabulary/plaid-webhooks';
+import { RETENTION_TABLES, type RetentionTable } from '../vocabulary/retention-tables';
 import { PROVIDER_FAILURE_KINDS, type ProviderFailureKind } from '../vocabulary/provider-failures';
 
 /** What every label value outside its declared list becomes: label values stay bounded. */
@@ -92,6 +93,8 @@ export class ServiceMetrics {
   private readonly oldestPendingNotification;
   private readonly notificationDeliveries;
   private readonly databaseReadFailures;
+  private readonly retentionPruned;
+  private readonly retentionFailures;
   private readonly knownPlaidErrorCodes = new Set<string>();
   private readonly pools = new Map<string, CountedPool>();
   /** Scrapes switch the registry between the two formats: one at a time. */
@@ -194,6 +197,22 @@ export class ServiceMetrics {
       registers,
     });
     for (const outcome of NOTIFICATION_DELIVERY_OUTCOMES) this.notificationDeliveries.inc({ outcome }, 0);
+    this.retentionPruned = new Counter({
+      name: 'retention_rows_pruned_total',
+      help: 'Rows the retention job deleted, by table (EVENTS_RETENTION_DAYS, HOUSEKEEPING_RETENTION_DAYS).',
+      labelNames: ['table'],
+      registers,
+    });
+    this.retentionFailures = new Counter({
+      name: 'retention_failures_total',
+      help: 'Retention runs whose prune of a table failed; the next run goes on where it stopped.',
+      labelNames: ['table'],
+      registers,
+    });
+    for (const table of RETENTION_TABLES) {
+      this.retentionPruned.inc({ table }, 0);
+      this.retentionFailures.inc({ table }, 0);
+    }
     this.databaseReadFailures = new Counter({
       name: 'metrics_database_read_failures_total',
       help: 'Reads of the database figures that failed or timed out; the gauges kept their last values.',
@@ -282,6 +301,14 @@ export class ServiceMetrics {
 
   countNotificationDelivery(outcome: NotificationDeliveryOutcome): void {
     this.notificationDeliveries.inc({ outcome });
+  }
+
+  countRetentionPruned(table: RetentionTable, rows: number): void {
+    this.retentionPruned.inc({ table }, rows);
+  }
+
+  countRetentionFailure(table: RetentionTable): void {
+    this.retentionFailures.inc({ table });
   }
 
   countDatabaseReadFailure(): void {

@@ -102,6 +102,24 @@ export async function lockConnection(
   return rows[0];
 }
 
+/**
+ * Up to `limit` of a user's connections, oldest first, locked for their removal: a user with many
+ * connections is removed a bounded batch at a time, so no transaction holds many row locks. Locked in
+ * id order, so two removals of one user wait for each other instead of deadlocking.
+ */
+export async function lockConnectionsOfUser(
+  db: Queryable,
+  subscriptionUserId: string,
+  limit: number,
+): Promise<ConnectionRecord[]> {
+  const { rows } = await db.query<ConnectionRecord>(
+    `SELECT ${RECORD_COLUMNS} FROM connections c WHERE c.subscription_user_id = $1
+      ORDER BY c.id LIMIT $2 FOR UPDATE`,
+    [subscriptionUserId, limit],
+  );
+  return rows;
+}
+
 export type NewConnection = Pick<
   ConnectionRecord,
   'subscriptionUserId' | 'appName' | 'itemId' | 'institutionId' | 'institutionName' | 'accessTokenCiphertext'

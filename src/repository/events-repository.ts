@@ -1,3 +1,4 @@
+import type { PoolClient } from '../db/pool';
 import type { EventKind } from '../vocabulary/event-kinds';
 import { COMMIT_ASYNCHRONOUSLY, type Queryable } from './queryable';
 
@@ -94,4 +95,26 @@ export async function listEventsOfItem(
     [itemId, limit],
   );
   return rows;
+}
+
+/**
+ * The setting the events table's trigger reads (see the events-retention migration): a DELETE passes
+ * only in a transaction that set it, and only for events older than it (at least 31 days).
+ */
+const RETENTION_SETTING = 'account_connection.events_retention_days';
+
+/**
+ * Events older than `days`, oldest first, in one bounded batch: how many went. Inside a transaction
+ * (withTransaction): it declares the retention for that transaction alone, so the trigger lets exactly these deletes through. Inserts never
+ * wait on it (they lock no existing row), and two instances pruning at once skip each other's rows.
+ */
+export async function pruneEventsOlderThan(client: PoolClient, days: number, batch: number): Promise<number> {
+  await client.query(`SELECT set_config($1, $2, true)`, [RETENTION_SETTING, String(days)]);
+  const { rowCount } = await client.query(
+    `DELETE FROM events WHERE id IN (
+       SELECT id FROM events WHERE occurred_at < now() - make_interval(days => $1)
+        ORDER BY occurred_at LIMIT $2 FOR UPDATE SKIP LOCKED)`,
+    [days, batch],
+  );
+  return rowCount ?? 0;
 }

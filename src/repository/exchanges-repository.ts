@@ -378,9 +378,18 @@ export async function enqueueAbandonedExchanges(db: Queryable, olderThanSeconds:
   return rowCount ?? 0;
 }
 
-/** Public tokens live 30 minutes, so idempotency records older than a day can only be replays of nothing. */
-export async function pruneFinishedExchanges(db: Queryable): Promise<void> {
-  await db.query(
-    `DELETE FROM exchanges WHERE state IN ('completed', 'abandoned') AND updated_at < now() - interval '1 day'`,
+/**
+ * Finished exchanges (completed or abandoned; never one under way, and a finished one holds no token)
+ * older than `days`, in one bounded batch: how many went. Rows another transaction holds are skipped
+ * (SKIP LOCKED), so two instances pruning at once share the work and no request waits on a prune.
+ */
+export async function pruneFinishedExchanges(db: Queryable, days: number, batch: number): Promise<number> {
+  const { rowCount } = await db.query(
+    `DELETE FROM exchanges WHERE public_token_fingerprint IN (
+       SELECT public_token_fingerprint FROM exchanges
+        WHERE state IN ('completed', 'abandoned') AND updated_at < now() - make_interval(days => $1)
+        LIMIT $2 FOR UPDATE SKIP LOCKED)`,
+    [days, batch],
   );
+  return rowCount ?? 0;
 }

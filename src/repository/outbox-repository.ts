@@ -266,17 +266,17 @@ export async function requeueNotifications(db: Queryable, ids?: string[]): Promi
   return rows.map((row) => row.id);
 }
 
-/** Delivered notifications older than `days`, in one bounded batch; how many went. */
-export async function pruneDeliveredNotifications(
-  db: Queryable,
-  days: number,
-  batch = 1_000,
-): Promise<number> {
+/**
+ * Done outbox rows (Item removals Plaid confirmed, notifications the website took) finished more than
+ * `days` ago, in one bounded batch: how many went. Pending and dead rows are never pruned. Rows another
+ * transaction holds (a redelivery asked by an admin) are skipped.
+ */
+export async function pruneDoneOutboxRows(db: Queryable, days: number, batch: number): Promise<number> {
   const { rowCount } = await db.query(
     `DELETE FROM outbox WHERE id IN (
        SELECT id FROM outbox
-        WHERE kind = 'website_notification' AND state = 'done' AND completed_at < now() - make_interval(days => $1)
-        LIMIT $2)`,
+        WHERE state = 'done' AND completed_at < now() - make_interval(days => $1)
+        LIMIT $2 FOR UPDATE SKIP LOCKED)`,
     [days, batch],
   );
   return rowCount ?? 0;

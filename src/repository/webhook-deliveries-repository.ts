@@ -18,7 +18,18 @@ export async function recordWebhookDelivery(
   return rowCount === 1;
 }
 
-/** A signed token is refused after 5 minutes anyway; records older than two days guard against nothing. */
-export async function pruneWebhookDeliveries(db: Queryable): Promise<void> {
-  await db.query(`DELETE FROM webhook_deliveries WHERE received_at < now() - interval '2 days'`);
+/**
+ * Delivery records older than `days`, in one bounded batch: how many went. A signed token is refused
+ * after 5 minutes anyway, so the records are kept for the operators (HOUSEKEEPING_RETENTION_DAYS), not
+ * for the replay check.
+ */
+export async function pruneWebhookDeliveries(db: Queryable, days: number, batch: number): Promise<number> {
+  const { rowCount } = await db.query(
+    `DELETE FROM webhook_deliveries WHERE verification_sha256 IN (
+       SELECT verification_sha256 FROM webhook_deliveries
+        WHERE received_at < now() - make_interval(days => $1)
+        LIMIT $2 FOR UPDATE SKIP LOCKED)`,
+    [days, batch],
+  );
+  return rowCount ?? 0;
 }

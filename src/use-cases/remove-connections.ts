@@ -2,18 +2,26 @@ import { withTransaction } from '../db/pool';
 import { removeAccountOfConnection, removeWholeConnection } from '../domain/connections/connection-changes';
 import { notFound } from '../errors';
 import { findAccountOwner } from '../repository/accounts-repository';
-import { lockConnection } from '../repository/connections-repository';
+import { lockConnection, lockConnectionsOfUser } from '../repository/connections-repository';
 import {
   deliverRemoval,
   noSuchConnection,
+  removalWaitMsOf,
   userConnectionKey,
   type ConnectionReference,
   type UseCaseDependencies,
 } from './use-case-dependencies';
 
 /**
- * Removals the website asks for: one account (the connection goes with its last account), or a whole
- * connection (named by its item_id or its access token). Each commits locally with an outbox row; the Item's removal at the provider follows.
+ * Connections of one user removed per transaction by `/remove-user`: each transaction holds this many
+ * row and Item locks at most, and commits before the next batch is locked.
+ */
+export const USER_REMOVAL_BATCH_SIZE = 20;
+
+/**
+ * Removals the website asks for: one account (the connection goes with its last account), a whole
+ * connection (named by its item_id or its access token), or every connection of a user. Each commits
+ * locally with an outbox row; the Item's removal at the provider follows.
  */
 export class ConnectionRemovals {
   constructor(private readonly deps: UseCaseDependencies) {}
@@ -60,5 +68,57 @@ export class ConnectionRemovals {
     this.deps.websiteNotices.deliverSoon();
     await deliverRemoval(this.deps, outcome.outboxId);
     return { accountsRemoved: outcome.accountsRemoved };
+  }
+
+  /**
+   * Every connection of the user, each removed as `removeConnection` removes one (its notification
+   * says `user_removed`), `USER_REMOVAL_BATCH_SIZE` connections per transaction. A failure half-way
+   * leaves the committed batches removed (their Items queued at the provider) and the rest untouched;
+   * the error is the answer, and a retry removes what is left. A user with nothing left gets zeros.
+   */
+  async removeUser(input: {
+    subscriptionUserId: string;
+  }): Promise<{ connectionsRemoved: number; accountsRemoved: number }> {
+    await this.deps.perUserLimits.consume('removal', input.subscriptionUserId);
+    const waitUntil = Date.now() + removalWaitMsOf(this.deps);
+    let connectionsRemoved = 0;
+    let accountsRemoved = 0;
+    let leftToWorker = false;
+    for (;;) {
+      const { outboxIds, accounts } = await withTransaction(this.deps.pool, async (client) => {
+        await this.deps.hooks?.beforeUserRemovalBatch?.();
+        const batch = await lockConnectionsOfUser(
+          client,
+          input.subscriptionUserId,
+          this.deps.userRemovalBatchSize ?? USER_REMOVAL_BATCH_SIZE,
+        );
+        const removed = { outboxIds: [] as string[], accounts: 0 };
+        for (const connection of batch) {
+          const { outboxId, accountsRemoved: ofConnection } = await removeWholeConnection(
+            client,
+            this.deps.websiteNotices,
+            connection,
+            'website_user',
+          );
+          removed.outboxIds.push(outboxId);
+          removed.accounts += ofConnection;
+        }
+        return removed;
+      });
+      if (outboxIds.length === 0) break;
+      // Counted once committed, so the figures are what this call removed.
+      connectionsRemoved += outboxIds.length;
+      accountsRemoved += accounts;
+      this.deps.websiteNotices.deliverSoon();
+      // As for one connection, each Item is tried at the provider at once, and the answer waits for
+      // those attempts: at most one batch at a time, and removalWaitMs in all. Past that the worker
+      // takes the rest, so a user with hundreds of connections neither waits nor floods the provider.
+      const waitMs = waitUntil - Date.now();
+      if (waitMs > 0)
+        await Promise.all(outboxIds.map((id) => this.deps.removalDelivery.deliverSoon(id, waitMs)));
+      else leftToWorker = true;
+    }
+    if (leftToWorker) this.deps.removalDelivery.wake();
+    return { connectionsRemoved, accountsRemoved };
   }
 }

@@ -17,12 +17,16 @@ export interface UseCaseHooks {
   afterTokenKept?: () => Promise<void>;
   afterConnectionStored?: () => Promise<void>;
   afterAccountDeleted?: () => Promise<void>;
+  /** Inside each transaction of `/remove-user`, before it locks its batch of the user's connections. */
+  beforeUserRemovalBatch?: () => Promise<void>;
 }
 
 /** The Item-removal worker as use cases see it: one attempt right after a removal committed. */
 export interface RemovalDelivery {
   /** Attempts the removal now and waits for it at most `waitMs`; the worker retries the rest. */
   deliverSoon(outboxId: string, waitMs: number): Promise<void>;
+  /** A pass over every due removal soon, without waiting for the poll (many removals committed at once). */
+  wake(): void;
 }
 
 /** What the use cases share: the database, the provider, the token vault, the removal worker, the limits. */
@@ -42,6 +46,8 @@ export interface UseCaseDependencies {
   concurrentExchangeWaitMs?: number;
   /** How long a removal's answer waits for the provider-side removal before leaving it to the worker. */
   removalWaitMs?: number | undefined;
+  /** Connections `/remove-user` removes per transaction (USER_REMOVAL_BATCH_SIZE); tests use fewer. */
+  userRemovalBatchSize?: number | undefined;
   /** PLAID_WEBHOOK_URL: where every Item must send its webhooks. */
   webhookUrl?: string | undefined;
 }
@@ -50,8 +56,12 @@ const DEFAULT_REMOVAL_WAIT_MS = 2_000;
 
 /** The removal committed locally; one attempt at the provider now, the worker retries the rest. */
 export async function deliverRemoval(deps: UseCaseDependencies, outboxId: string): Promise<void> {
-  await deps.removalDelivery.deliverSoon(outboxId, deps.removalWaitMs ?? DEFAULT_REMOVAL_WAIT_MS);
+  await deps.removalDelivery.deliverSoon(outboxId, removalWaitMsOf(deps));
 }
+
+/** How long a removal's answer waits, in all, for the provider-side removals it queued. */
+export const removalWaitMsOf = (deps: Pick<UseCaseDependencies, 'removalWaitMs'>): number =>
+  deps.removalWaitMs ?? DEFAULT_REMOVAL_WAIT_MS;
 
 /** How the website names one of its user's connections: by its Item's id, or by its access token. */
 export type ConnectionReference = { itemId: string } | { accessToken: string };

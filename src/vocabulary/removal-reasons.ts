@@ -7,6 +7,8 @@ export const REMOVAL_REASONS = [
   'institution_removed',
   /** The website removed the connection's last account (`/remove-account`). */
   'last_account_removed',
+  /** The website removed every connection of the user (`/remove-user`: the subscription ended). */
+  'user_removed',
   /** The user revoked the connection at the bank (`USER_PERMISSION_REVOKED`). */
   'user_permission_revoked',
   /** A new Item duplicated a connection the user already had. */

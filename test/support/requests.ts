@@ -112,6 +112,9 @@ export const removeInstitution = (
     ...(typeof connection === 'string' ? { access_token: connection } : connection),
   });
 
+export const removeUser = (caller: Caller, user: string) =>
+  call(caller, 'removeUser').send({ subscription_user_id: user });
+
 // Plaid's call: the raw body, signed as given (no signature header when `signature` is undefined).
 
 export function postPlaidWebhook(caller: Caller, raw: string, signature: string | undefined): Test {

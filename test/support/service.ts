@@ -65,6 +65,7 @@ export interface ServiceOptions {
   providerTuning?: DependencyOverrides['providerTuning'];
   poolMax?: number;
   removalWaitMs?: number;
+  userRemovalBatchSize?: number;
   /** Reuse a database and a "Plaid" (a restart of the service); they are then left to their owner. */
   database?: TestDatabase;
   emulator?: PlaidEmulator;
@@ -95,6 +96,7 @@ export async function startService(options: ServiceOptions = {}): Promise<Servic
     hooks: options.hooks,
     poolMax: options.poolMax,
     removalWaitMs: options.removalWaitMs,
+    userRemovalBatchSize: options.userRemovalBatchSize,
     processMetrics: false,
   });
   const app = createApp(toAppDependencies(config, logger, deps));
@@ -110,6 +112,7 @@ export async function startService(options: ServiceOptions = {}): Promise<Servic
     close: async () => {
       await deps.reconciliation.stop();
       await deps.outbox.stop();
+      await deps.retention.stop();
       await deps.pool.end();
       await deps.adminPool.end();
       await deps.asyncCommitPool.end();

@@ -16,6 +16,7 @@ import {
   refreshConnection,
   removeAccount,
   removeInstitution,
+  removeUser,
   listAdminNotifications,
   listAdminRemovals,
   redeliverNotifications,
@@ -78,6 +79,8 @@ export const VALID_REQUESTS: Record<string, (caller: Caller, fixture: Fixture) =
   getConnectionStatus: (caller, { user }) => connectionStatus(caller, user),
   removeAccount: (caller, { user, kept }) => removeAccount(caller, user, kept.accountIds[0]!),
   removeInstitution: (caller, { user, removed }) => removeInstitution(caller, user, removed.accessToken),
+  // Another user's: removing the fixture's own user would leave the other endpoints nothing to work on.
+  removeUser: (caller) => removeUser(caller, uniqueUserId('removed-user')),
   listAdminAccounts: (caller, { user }) => listAdminAccounts(caller, { subscription_user_id: user }),
   listAdminConnections: (caller, { user }) => listAdminConnections(caller, { subscription_user_id: user }),
   getAdminConnection: (caller, { kept }) => getAdminConnection(caller, kept.itemId),

@@ -23,13 +23,24 @@ import { notifyWebsite, type WebsiteNotices } from './connection-notifications';
  * exchange's one statement (storeExchangedConnection).
  */
 
-/** Who ended a connection or an account: the website asked, or the user revoked it at the bank. */
-export type EndedBy = 'website' | 'bank';
+/**
+ * Who ended a connection or an account: the website asked for it, the website asked for all of its
+ * user's connections (`/remove-user`), or the user revoked it at the bank.
+ */
+export type EndedBy = 'website' | 'website_user' | 'bank';
 
 /** How the website is told who ended it. */
 const NOTIFIED_REASON: Record<EndedBy, NotifiedRemovalReason> = {
   website: 'requested',
+  website_user: 'user_removed',
   bank: 'revoked_at_bank',
+};
+
+/** Why the Item's removal at the provider is queued when a whole connection goes. */
+const WHOLE_CONNECTION_REMOVAL_REASON: Record<EndedBy, RemovalReason> = {
+  website: 'institution_removed',
+  website_user: 'user_removed',
+  bank: 'user_permission_revoked',
 };
 
 /**
@@ -80,7 +91,7 @@ export async function removeAccountOfConnection(
     detail: {
       item_id: connection.itemId,
       provider_account_id: providerAccountId,
-      ...(endedBy === 'website' ? {} : { reason: 'revoked_at_institution' }),
+      ...(endedBy === 'bank' ? { reason: 'revoked_at_institution' } : {}),
     },
   });
   if (!last) return { outboxId: undefined };
@@ -112,7 +123,7 @@ export async function removeWholeConnection(
     accounts_removed: connection.accountCount,
   });
   const accountsRemoved = await deleteConnection(client, connection.id);
-  const reason: RemovalReason = endedBy === 'website' ? 'institution_removed' : 'user_permission_revoked';
+  const reason = WHOLE_CONNECTION_REMOVAL_REASON[endedBy];
   const outboxId = await enqueueItemRemoval(client, {
     reason,
     providerItemId: connection.itemId,

@@ -6,6 +6,8 @@ import {
   removeAccountResponse,
   removeInstitutionBody,
   removeInstitutionResponse,
+  removeUserBody,
+  removeUserResponse,
   requiredConnectionIn,
 } from '../schemas/common-schemas';
 
@@ -106,5 +108,59 @@ export const removeInstitution = defineEndpoint({
       connection: requiredConnectionIn(body),
     });
     return { success: true as const, accounts_removed: outcome.accountsRemoved };
+  },
+});
+
+export const removeUser = defineEndpoint({
+  operationId: 'removeUser',
+  method: 'post',
+  path: '/remove-user',
+  access: 'internal',
+  tags: ['Removal'],
+  summary: 'Remove every connection of a user (their subscription ended)',
+  description:
+    'Removes each of the user’s connections with all its accounts, each exactly as `/remove-institution` ' +
+    'removes one: its Item’s removal at Plaid is queued, its events are recorded, and the website is ' +
+    'notified (`connection.removed` with `reason: user_removed`). A user with nothing left (never ' +
+    'connected, or already removed) gets `200` with zeros, so a retry is harmless.\n\n' +
+    'Connections are removed 20 per transaction. Should a failure interrupt the call (a `503`), the ' +
+    'batches that committed stay removed and the rest stay untouched: call again to remove what is left. ' +
+    'Counts one request of the per-user removal limit, whatever the number of connections.\n\n' +
+    'The answer waits at most 2 s in all for the removals at Plaid; a background worker retries the rest ' +
+    'with exponential backoff, across restarts and instances, until Plaid confirms (see ' +
+    '`/remove-institution`).',
+  body: {
+    schema: removeUserBody,
+    required: true,
+    examples: {
+      subscriptionEnded: {
+        summary: 'A user whose subscription ended',
+        value: { subscription_user_id: 'user-42' },
+      },
+    },
+  },
+  response: {
+    description: 'The user has no connection left',
+    schema: removeUserResponse,
+    examples: {
+      removed: {
+        summary: 'Three connections with 14 accounts in all',
+        value: { success: true, connections_removed: 3, accounts_removed: 14 },
+      },
+      nothingLeft: {
+        summary: 'Nothing left to remove (a retry, or a user who never connected)',
+        value: { success: true, connections_removed: 0, accounts_removed: 0 },
+      },
+    },
+  },
+  errors: ['DATABASE_UNAVAILABLE'],
+  rateLimit: 'per-user',
+  handle: async ({ body }, { useCases }) => {
+    const outcome = await useCases.removals.removeUser({ subscriptionUserId: body.subscription_user_id });
+    return {
+      success: true as const,
+      connections_removed: outcome.connectionsRemoved,
+      accounts_removed: outcome.accountsRemoved,
+    };
   },
 });

@@ -310,6 +310,20 @@ export const removeInstitutionResponse = z
   .object({ success: z.literal(true), accounts_removed: count() })
   .openapi('RemoveInstitutionResponse');
 
+export const removeUserBody = z
+  .object({ subscription_user_id: subscriptionUserId })
+  .openapi('RemoveUserRequest', { description: 'The user whose connections are all removed.' });
+
+export const removeUserResponse = z
+  .object({
+    success: z.literal(true),
+    connections_removed: count().openapi({
+      description: 'Connections this call removed; 0 when none was left.',
+    }),
+    accounts_removed: count().openapi({ description: 'Their accounts, all together.' }),
+  })
+  .openapi('RemoveUserResponse');
+
 /** A problem names at most this many fields; each name and message is cut to these lengths. */
 export const FIELD_ERROR_LIMITS = { count: 100, field: 1_024, message: 512 } as const;
 export const MAX_DETAIL_LENGTH = 1_024;

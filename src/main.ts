@@ -83,6 +83,9 @@ async function main(): Promise<void> {
     await deps?.reconciliation
       .stop()
       .catch((error: unknown) => logger.error({ err: error }, 'reconciliation stop failed'));
+    await deps?.tokenReencryption
+      .stop()
+      .catch((error: unknown) => logger.error({ err: error }, 'token re-encryption stop failed'));
     await deps?.outbox.stop().catch((error: unknown) => logger.error({ err: error }, 'outbox stop failed'));
     for (const pool of [deps?.pool, deps?.adminPool, deps?.asyncCommitPool]) {
       await pool?.end().catch((error: unknown) => logger.error({ err: error }, 'pool close failed'));

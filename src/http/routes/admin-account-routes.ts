@@ -144,6 +144,7 @@ const EXAMPLE_STATS: Example<z.input<typeof adminStatsResponse>> = {
     },
     provider_removals: { pending: 0, dead: 0 },
     notifications: { pending: 1, failed: 0, delivered_last_24h: 14 },
+    tokens_by_key: { '3f9a0c1d': 3 },
   },
 };
 

@@ -97,14 +97,14 @@ export class TokenReencryption {
   constructor(private readonly deps: TokenReencryptionDependencies) {}
 
   /** Starts a run in the background; throws TOKEN_REENCRYPTION_RUNNING while one runs anywhere. */
-  async start(): Promise<{ runId: string }> {
+  async start(): Promise<{ runId: string; keyId: string }> {
     const claimed = await this.claim();
     this.track(
       this.execute(claimed).catch((error: unknown) =>
         this.deps.logger.error({ err: error, run_id: claimed.runId }, 'token re-encryption run failed'),
       ),
     );
-    return { runId: claimed.runId };
+    return claimed;
   }
 
   /** Runs to the end in the caller's time (the CLI), reporting progress after each batch. */

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { TokenDecryptionError, type TokenVault } from '../crypto/token-vault';
+import { TokenDecryptionError, TokenVault } from '../crypto/token-vault';
 import type { Pool } from '../db/pool';
 import { AppError, notFound } from '../errors';
 import type { Logger } from '../observability/logger';
@@ -62,6 +62,14 @@ export interface TokenReencryptionDependencies {
   /** Tokens read and rewritten per statement. */
   batchSize: number;
   hooks?: UseCaseHooks | undefined;
+}
+
+/** A re-encryption for a script: the vault built from the configured keys, no other dependency. */
+export function buildTokenReencryption(
+  options: Omit<TokenReencryptionDependencies, 'vault'> & { encryptionKeys: Buffer[]; hmacKey: Buffer },
+): TokenReencryption {
+  const { encryptionKeys, hmacKey, ...deps } = options;
+  return new TokenReencryption({ ...deps, vault: new TokenVault(encryptionKeys, hmacKey) });
 }
 
 /** The run was ended by stop(), or by another instance that found it stale: it stops where it is. */

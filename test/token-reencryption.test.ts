@@ -169,12 +169,11 @@ describe('token re-encryption: key rotation to the end', () => {
     await before.close();
     started = [];
 
-    let interrupted: ServiceContext | undefined;
-    interrupted = await start([newKey, oldKey], {
+    const interrupted: ServiceContext = await start([newKey, oldKey], {
       env: { TOKEN_REENCRYPT_BATCH_SIZE: '2' },
       hooks: {
         // As an instance shutting down mid-run: stop() ends the run where it is.
-        afterReencryptionBatch: async () => void interrupted?.deps.tokenReencryption.stop('test: stopped'),
+        afterReencryptionBatch: async () => void interrupted.deps.tokenReencryption.stop('test: stopped'),
       },
     });
     const first = await reencryptToEnd(interrupted);
@@ -205,15 +204,14 @@ describe('token re-encryption: key rotation to the end', () => {
     // What a concurrent writer stores meanwhile: another token, under the old key.
     const oldVault = new TokenVault([Buffer.from(oldKey, 'base64')], Buffer.from(hmacKey, 'base64'));
     const concurrentToken = `access-sandbox-${randomUUID()}`;
-    let service: ServiceContext | undefined;
     let writes = 0;
-    service = await start([newKey, oldKey], {
+    const service: ServiceContext = await start([newKey, oldKey], {
       hooks: {
         beforeReencryptionWrite: async (table) => {
           writes += 1;
           if (table !== 'connections' || writes > 1) return;
           await rowsOf(
-            service!,
+            service,
             `UPDATE connections SET access_token_ciphertext = $2 WHERE provider_item_id = $1 RETURNING id`,
             [changed.itemId, oldVault.encrypt(concurrentToken, changed.itemId)],
           );

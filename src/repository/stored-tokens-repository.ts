@@ -63,11 +63,27 @@ export async function countTokensNotUnderKey(db: Queryable, keyId: string): Prom
   return (rows[0] as { tokens: number }).tokens;
 }
 
+/** The ids of the keys other than `keyId` that seal tokens in `table` (one scan of its key-id index). */
+export async function listKeyIdsOtherThan(
+  db: Queryable,
+  table: TokenTable,
+  keyId: string,
+): Promise<string[]> {
+  const { rows } = await db.query<{ key_id: string }>(
+    `SELECT DISTINCT access_token_key_id AS key_id FROM ${table}
+      WHERE access_token_key_id IS NOT NULL AND access_token_key_id <> $1
+      ORDER BY 1`,
+    [keyId],
+  );
+  return rows.map((row) => row.key_id);
+}
+
 /**
- * The next `limit` tokens of `table` sealed under another key than `keyId`, after the row `afterRowKey`,
- * in key order. A plain read: it takes no lock.
+ * The next `limit` tokens of `table` sealed under the key `keyId`, after the row `afterRowKey`, in key
+ * order: a range of the key-id index, however few of the table's rows are under that key. A plain read:
+ * it takes no lock.
  */
-export async function listTokensNotUnderKey(
+export async function listTokensUnderKey(
   db: Queryable,
   table: TokenTable,
   keyId: string,
@@ -79,8 +95,8 @@ export async function listTokensNotUnderKey(
     `SELECT ${key.asText(key.column)} AS "rowKey", provider_item_id AS "itemId",
             access_token_ciphertext AS ciphertext
        FROM ${table}
-      WHERE access_token_key_id IS NOT NULL AND access_token_key_id <> $1 AND ${key.column} > ${key.fromText('$2')}
-      ORDER BY ${key.column}
+      WHERE access_token_key_id IS NOT NULL AND access_token_key_id = $1 AND ${key.column} > ${key.fromText('$2')}
+      ORDER BY access_token_key_id, ${key.column}
       LIMIT $3`,
     [keyId, afterRowKey, limit],
   );

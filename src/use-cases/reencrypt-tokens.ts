@@ -9,7 +9,8 @@ import {
   FIRST_ROW_KEY,
   TOKEN_TABLES,
   countTokensNotUnderKey,
-  listTokensNotUnderKey,
+  listKeyIdsOtherThan,
+  listTokensUnderKey,
   replaceTokens,
   type StoredToken,
   type TokenTable,
@@ -205,23 +206,27 @@ export class TokenReencryption {
       for (let pass = 1; pass <= MAX_PASSES; pass += 1) {
         if (pass > 1) await sleep(PAUSE_BETWEEN_PASSES_MS);
         let found = 0;
+        // Table by table, older key by older key: each batch a range of the key-id index. A table's keys
+        // are read when its turn comes, so a token copied into a later table meanwhile is in this pass.
         for (const table of TOKEN_TABLES) {
-          let after = FIRST_ROW_KEY[table];
-          for (;;) {
-            if (lostToAnotherInstance) throw new RunInterrupted(undefined);
-            if (this.stopReason) throw new RunInterrupted(this.stopReason);
-            const batch = await listTokensNotUnderKey(pool, table, run.keyId, after, this.deps.batchSize);
-            if (batch.length === 0) break;
-            after = (batch[batch.length - 1] as StoredToken).rowKey;
-            const outcome = await this.reencryptBatch(table, batch, unreadable, log);
-            found += outcome.reencrypted + outcome.deferred;
-            progress.reencrypted += outcome.reencrypted;
-            progress.deferred += outcome.deferred;
-            progress.unreadable = unreadable.size;
-            if (!(await saveReencryptionProgress(pool, run.runId, progress)))
-              throw new RunInterrupted(undefined);
-            await onProgress();
-            await this.deps.hooks?.afterReencryptionBatch?.();
+          for (const oldKeyId of await listKeyIdsOtherThan(pool, table, run.keyId)) {
+            let after = FIRST_ROW_KEY[table];
+            for (;;) {
+              if (lostToAnotherInstance) throw new RunInterrupted(undefined);
+              if (this.stopReason) throw new RunInterrupted(this.stopReason);
+              const batch = await listTokensUnderKey(pool, table, oldKeyId, after, this.deps.batchSize);
+              if (batch.length === 0) break;
+              after = (batch[batch.length - 1] as StoredToken).rowKey;
+              const outcome = await this.reencryptBatch(table, batch, unreadable, log);
+              found += outcome.reencrypted + outcome.deferred;
+              progress.reencrypted += outcome.reencrypted;
+              progress.deferred += outcome.deferred;
+              progress.unreadable = unreadable.size;
+              if (!(await saveReencryptionProgress(pool, run.runId, progress)))
+                throw new RunInterrupted(undefined);
+              await onProgress();
+              await this.deps.hooks?.afterReencryptionBatch?.();
+            }
           }
         }
         if (found === 0) break;

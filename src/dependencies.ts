@@ -192,6 +192,7 @@ export function buildDependencies(
     }),
     reconciliationProvider: plaidProvider('reconciliation'),
     reconciliation: config.reconciliation,
+    tokenReencryption: config.tokenReencryption,
     admin: {
       cursorKey: deriveCursorKey(config.tokenHmacKey),
       exportConcurrency: config.admin.exportConcurrency,

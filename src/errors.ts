@@ -69,6 +69,12 @@ export const ERROR_REGISTRY = {
     description:
       'A reconciliation run is in progress (on this or another instance); `detail` names its run id.',
   },
+  TOKEN_REENCRYPTION_RUNNING: {
+    status: 409,
+    title: 'Token re-encryption already running',
+    description:
+      'A re-encryption of the stored tokens is in progress (on this or another instance); `detail` names its run id.',
+  },
   PAYLOAD_TOO_LARGE: {
     status: 413,
     title: 'Payload too large',

@@ -83,6 +83,9 @@ async function main(): Promise<void> {
     await deps?.reconciliation
       .stop()
       .catch((error: unknown) => logger.error({ err: error }, 'reconciliation stop failed'));
+    await deps?.tokenReencryption
+      .stop()
+      .catch((error: unknown) => logger.error({ err: error }, 'token re-encryption stop failed'));
     await deps?.outbox.stop().catch((error: unknown) => logger.error({ err: error }, 'outbox stop failed'));
     await deps?.retention
       .stop()

@@ -60,6 +60,7 @@ describeOnDirectConnection('migrations run over the direct connection by design'
       'pgmigrations',
       'rate_limits',
       'reconciliation_runs',
+      'token_reencryption_runs',
       'webhook_deliveries',
     ]);
   });

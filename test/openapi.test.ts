@@ -25,6 +25,8 @@ import {
   endpointOf,
   exchange,
   finishedReconciliation,
+  finishedTokenReencryption,
+  startTokenReencryption,
   getAdminConnection,
   listAdminAccounts,
   listAdminConnections,
@@ -260,6 +262,8 @@ describe('GET /openapi.json', () => {
     const reconcile = await startReconciliation(service);
     const reconciliation = await finishedReconciliation(service, reconcile.body.run_id as string);
     const runs = await listReconciliations(service, { limit: 1 });
+    const reencrypt = await startTokenReencryption(service);
+    const reencryption = await finishedTokenReencryption(service, reencrypt.body.run_id as string);
     const refreshBody = { subscription_user_id: user, access_token: exchanged.body.accounts[1].access_token };
     const refreshed = await refreshConnection(service, refreshBody);
     const statusBody = { subscription_user_id: user };
@@ -297,6 +301,8 @@ describe('GET /openapi.json', () => {
       ['redeliverNotifications', {}, redelivered],
       ['createReconciliation', undefined, reconcile],
       ['getReconciliation', undefined, reconciliation],
+      ['createTokenReencryption', undefined, reencrypt],
+      ['getTokenReencryption', undefined, reencryption],
       ['refreshConnection', refreshBody, refreshed],
       ['getConnectionStatus', statusBody, status],
       ['receivePlaidWebhook', webhookBody, webhook],
@@ -525,10 +531,12 @@ describe('GET /openapi.json', () => {
     expect(limited.map((endpoint) => endpoint.operationId).sort()).toEqual([
       'createLinkToken',
       'createReconciliation',
+      'createTokenReencryption',
       'exchangePublicToken',
       'getAdminConnection',
       'getAdminStats',
       'getReconciliation',
+      'getTokenReencryption',
       'listAdminAccounts',
       'listAdminConnections',
       'listAdminNotifications',

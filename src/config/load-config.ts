@@ -118,6 +118,7 @@ const environmentSchema = z.object({
   ADMIN_EXPORT_STALL_TIMEOUT_MS: positiveInt(30_000),
   RECONCILE_CONCURRENCY: positiveInt(4),
   RECONCILE_REQUESTS_PER_SECOND: positiveInt(10),
+  TOKEN_REENCRYPT_BATCH_SIZE: z.coerce.number().int().min(1).max(10_000).default(500),
   SHUTDOWN_TIMEOUT_MS: positiveInt(20_000),
   SHUTDOWN_GRACE_MS: z.coerce.number().int().min(0).optional(),
   RETURN_ACCESS_TOKENS: optionalText.pipe(z.enum(['true', 'false']).optional()),
@@ -196,6 +197,8 @@ export interface Config {
   admin: { poolSize: number; exportConcurrency: number; exportStallTimeoutMs: number };
   /** Reconciliation's calls to Plaid's /item/get: how many at once, and how many started per second. */
   reconciliation: { concurrency: number; requestsPerSecond: number };
+  /** The re-encryption of stored tokens under the first key: rows read and rewritten per statement. */
+  tokenReencryption: { batchSize: number };
   shutdownTimeoutMs: number;
   /** After SIGTERM, how long /readyz says 503 while requests are still served, before the listener closes. */
   shutdownGraceMs: number;
@@ -428,6 +431,7 @@ export function loadConfig(
       concurrency: env.RECONCILE_CONCURRENCY,
       requestsPerSecond: env.RECONCILE_REQUESTS_PER_SECOND,
     },
+    tokenReencryption: { batchSize: env.TOKEN_REENCRYPT_BATCH_SIZE },
     shutdownTimeoutMs: env.SHUTDOWN_TIMEOUT_MS,
     shutdownGraceMs,
     returnAccessTokens: env.RETURN_ACCESS_TOKENS !== 'false',

@@ -11,7 +11,14 @@ export class TokenDecryptionError extends Error {
   }
 }
 
-function keyIdOf(key: Buffer): string {
+/**
+ * A key's id, stored in each ciphertext it seals and shown by /admin/stats' `tokens_by_key`: the first
+ * 8 hex characters (32 bits) of the key's SHA-256. A preimage of a 256-bit random key cannot be found
+ * from 32 bits of its hash, and nothing else is derived from that hash, so the id reveals nothing of the
+ * key; it cannot change without making every stored ciphertext unreadable (it is bound into each one).
+ * `printf %s "$KEY" | base64 -d | sha256sum | cut -c1-8` prints a configured key's id.
+ */
+export function keyIdOf(key: Buffer): string {
   return createHash('sha256').update(key).digest('hex').slice(0, 8);
 }
 
@@ -32,6 +39,16 @@ export class TokenVault {
     if (encryptionKeys.length === 0) throw new Error('at least one encryption key is required');
     this.keys = new Map(encryptionKeys.map((key) => [keyIdOf(key), key]));
     this.currentKeyId = keyIdOf(encryptionKeys[0] as Buffer);
+  }
+
+  /** The id of the key that encrypts (the first configured): what a re-encryption moves every token to. */
+  get encryptingKeyId(): string {
+    return this.currentKeyId;
+  }
+
+  /** The same token sealed again under the encrypting key; throws TokenDecryptionError as decrypt does. */
+  reseal(sealed: string, context: string): string {
+    return this.encrypt(this.decrypt(sealed, context), context);
   }
 
   /** `context` binds the ciphertext to its row (for example the Item id), so ciphertexts cannot be swapped. */

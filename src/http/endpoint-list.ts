@@ -4,6 +4,7 @@ import * as adminNotifications from './routes/admin-notification-routes';
 import * as adminConnections from './routes/admin-connection-routes';
 import * as adminReconciliation from './routes/admin-reconciliation-routes';
 import * as adminRemovals from './routes/admin-removal-routes';
+import * as adminTokens from './routes/admin-token-routes';
 import { describeEndpoints } from './routes/api-description-routes';
 import * as connections from './routes/connection-routes';
 import * as exchange from './routes/exchange-routes';
@@ -25,6 +26,7 @@ const API: readonly Endpoint[] = [
   adminRemovals,
   adminNotifications,
   adminReconciliation,
+  adminTokens,
 ].flatMap(endpointsOf);
 
 /** Every endpoint the service serves, each declared once: the app mounts them, the document describes them. */

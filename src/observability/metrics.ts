@@ -72,6 +72,10 @@ export interface DatabaseFigures {
 export const NOTIFICATION_DELIVERY_OUTCOMES = ['delivered', 'retry', 'failed'] as const;
 export type NotificationDeliveryOutcome = (typeof NOTIFICATION_DELIVERY_OUTCOMES)[number];
 
+/** What became of one stored token a re-encryption run read. */
+export const TOKEN_REENCRYPTION_OUTCOMES = ['reencrypted', 'deferred', 'unreadable'] as const;
+export type TokenReencryptionOutcome = (typeof TOKEN_REENCRYPTION_OUTCOMES)[number];
+
 /**
  * Every metric family of the service, declared once with its labels; one registry per instance of
  * the service (the tests build several in one process). Components get the narrow methods below,
@@ -95,6 +99,8 @@ export class ServiceMetrics {
   private readonly databaseReadFailures;
   private readonly retentionPruned;
   private readonly retentionFailures;
+  private readonly tokenReencryptions;
+  private readonly tokenReencryptionBatchFailures;
   private readonly knownPlaidErrorCodes = new Set<string>();
   private readonly pools = new Map<string, CountedPool>();
   /** Scrapes switch the registry between the two formats: one at a time. */
@@ -218,6 +224,18 @@ export class ServiceMetrics {
       help: 'Reads of the database figures that failed or timed out; the gauges kept their last values.',
       registers,
     });
+    this.tokenReencryptions = new Counter({
+      name: 'token_reencryptions_total',
+      help: 'Stored tokens a re-encryption run read: re-encrypted under the first key, deferred (changed or busy at the write; tried again), or unreadable (no configured key opens it).',
+      labelNames: ['outcome'],
+      registers,
+    });
+    for (const outcome of TOKEN_REENCRYPTION_OUTCOMES) this.tokenReencryptions.inc({ outcome }, 0);
+    this.tokenReencryptionBatchFailures = new Counter({
+      name: 'token_reencryption_batch_failures_total',
+      help: 'Batches of a token re-encryption run that failed (the run stops there as failed; a new run resumes).',
+      registers,
+    });
     const pools = this.pools;
     new Gauge({
       name: 'db_pool_connections',
@@ -313,6 +331,14 @@ export class ServiceMetrics {
 
   countDatabaseReadFailure(): void {
     this.databaseReadFailures.inc();
+  }
+
+  countTokenReencryptions(outcome: TokenReencryptionOutcome, count: number): void {
+    this.tokenReencryptions.inc({ outcome }, count);
+  }
+
+  countTokenReencryptionBatchFailure(): void {
+    this.tokenReencryptionBatchFailures.inc();
   }
 
   /** The pool's counts are read at each scrape. */

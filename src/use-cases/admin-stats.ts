@@ -3,6 +3,7 @@ import { countAccountsByType } from '../repository/accounts-repository';
 import { readConnectionStatistics } from '../repository/connections-repository';
 import { countRecentEvents } from '../repository/events-repository';
 import { countRecentlyDeliveredNotifications, countUnfinishedRows } from '../repository/outbox-repository';
+import { countTokensByKey } from '../repository/stored-tokens-repository';
 import { CONNECTION_STATUSES, type ConnectionStatus } from '../vocabulary/connection-statuses';
 import { EVENT_KINDS } from '../vocabulary/event-kinds';
 
@@ -22,6 +23,7 @@ export class AdminStats {
       removals: await countUnfinishedRows(db, 'provider_item_remove'),
       notifications: await countUnfinishedRows(db, 'website_notification'),
       deliveredNotifications: await countRecentlyDeliveredNotifications(db, now),
+      tokensByKey: await countTokensByKey(db),
     }));
     const activity = Object.fromEntries(
       (Object.keys(WINDOWS) as (keyof typeof WINDOWS)[]).map((window) => [
@@ -64,6 +66,7 @@ export class AdminStats {
         failed: rows.notifications.find((row) => row.state === 'dead')?.count ?? 0,
         delivered_last_24h: rows.deliveredNotifications,
       },
+      tokens_by_key: rows.tokensByKey,
     };
   }
 }

@@ -19,6 +19,10 @@ export interface UseCaseHooks {
   afterAccountDeleted?: () => Promise<void>;
   /** Inside each transaction of `/remove-user`, before it locks its batch of the user's connections. */
   beforeUserRemovalBatch?: () => Promise<void>;
+  /** After a token re-encryption batch was written and its progress saved. */
+  afterReencryptionBatch?: () => Promise<void>;
+  /** Between a re-encryption batch's read and its write: the window a concurrent change can fall in. */
+  beforeReencryptionWrite?: (table: string, rowKeys: string[]) => Promise<void>;
 }
 
 /** The Item-removal worker as use cases see it: one attempt right after a removal committed. */

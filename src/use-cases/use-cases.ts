@@ -15,6 +15,7 @@ import { PlaidWebhooks } from './receive-plaid-webhook';
 import { Reconciliation } from './reconciliation/reconcile-connections';
 import { ConnectionRefresh } from './refresh-connection';
 import { ConnectionRemovals } from './remove-connections';
+import { TokenReencryption } from './reencrypt-tokens';
 import { DeadRemovalRetry } from './retry-dead-removals';
 import type { UseCaseDependencies } from './use-case-dependencies';
 
@@ -28,6 +29,7 @@ export interface UseCaseParts extends UseCaseDependencies {
   /** A provider of its own: a run during a Plaid outage must not open the breaker on users' calls. */
   reconciliationProvider: AccountProvider;
   reconciliation: { concurrency: number; requestsPerSecond: number };
+  tokenReencryption: { batchSize: number };
   /** `cursorKey` signs the accounts list's cursors; every other list derives a key of its own from it. */
   admin: { cursorKey: Buffer; exportConcurrency: number; exportStallTimeoutMs: number };
 }
@@ -77,6 +79,15 @@ export function buildUseCases(parts: UseCaseParts) {
       websiteNotices: parts.websiteNotices,
       cursorKey: deriveListCursorKey(parts.admin.cursorKey, 'reconciliation-runs'),
       ...parts.reconciliation,
+    }),
+    /** Call its stop() before the pools close: a run in progress ends as failed, and a new run resumes it. */
+    tokenReencryption: new TokenReencryption({
+      pool: parts.pool,
+      vault: parts.vault,
+      logger: component('token-reencryption'),
+      metrics: parts.metrics,
+      batchSize: parts.tokenReencryption.batchSize,
+      hooks: parts.hooks,
     }),
   };
 }

@@ -189,6 +189,21 @@ export async function finishedReconciliation(caller: Caller, runId: string) {
   throw new Error(`reconciliation run ${runId} did not finish`);
 }
 
+export const startTokenReencryption = (caller: Caller) => call(caller, 'createTokenReencryption');
+
+export const getTokenReencryption = (caller: Caller, runId: string) =>
+  call(caller, 'getTokenReencryption', { run_id: runId });
+
+/** Polls the re-encryption run until it is no longer running; bounded, so a run that never ends fails the test. */
+export async function finishedTokenReencryption(caller: Caller, runId: string) {
+  for (let poll = 0; poll < 400; poll += 1) {
+    const response = await getTokenReencryption(caller, runId);
+    if (response.body.state !== 'running') return response;
+    await new Promise((resolve) => setTimeout(resolve, 25));
+  }
+  throw new Error(`token re-encryption run ${runId} did not finish`);
+}
+
 // Operations: health, and the API's own description.
 
 export const liveness = (caller: Caller) => call(caller, 'checkLiveness');

@@ -111,6 +111,7 @@ export async function startService(options: ServiceOptions = {}): Promise<Servic
     logs,
     close: async () => {
       await deps.reconciliation.stop();
+      await deps.tokenReencryption.stop();
       await deps.outbox.stop();
       await deps.retention.stop();
       await deps.pool.end();

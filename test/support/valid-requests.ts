@@ -8,6 +8,9 @@ import {
   declaredEndpoints,
   exchange,
   finishedReconciliation,
+  finishedTokenReencryption,
+  getTokenReencryption,
+  startTokenReencryption,
   getAdminConnection,
   getReconciliation,
   listAdminAccounts,
@@ -41,6 +44,8 @@ export interface Fixture {
   removed: Connected;
   /** A reconciliation run that has finished, so that another may start. */
   runId: string;
+  /** A token re-encryption run that has finished, so that another may start. */
+  reencryptionRunId: string;
 }
 
 export async function prepareFixture(service: ServiceContext, prefix = 'user'): Promise<Fixture> {
@@ -51,7 +56,18 @@ export async function prepareFixture(service: ServiceContext, prefix = 'user'): 
   const started = await startReconciliation(service);
   const runId = started.body.run_id as string;
   await finishedReconciliation(service, runId);
-  return { user, publicToken: linkPublicToken(service, 'ins_109511'), kept, refreshed, removed, runId };
+  const reencryption = await startTokenReencryption(service);
+  const reencryptionRunId = reencryption.body.run_id as string;
+  await finishedTokenReencryption(service, reencryptionRunId);
+  return {
+    user,
+    publicToken: linkPublicToken(service, 'ins_109511'),
+    kept,
+    refreshed,
+    removed,
+    runId,
+    reencryptionRunId,
+  };
 }
 
 /**
@@ -92,6 +108,8 @@ export const VALID_REQUESTS: Record<string, (caller: Caller, fixture: Fixture) =
   createReconciliation: (caller) => startReconciliation(caller),
   getReconciliation: (caller, { runId }) => getReconciliation(caller, runId),
   listReconciliations: (caller) => listReconciliations(caller, { limit: 5 }),
+  createTokenReencryption: (caller) => startTokenReencryption(caller),
+  getTokenReencryption: (caller, { reencryptionRunId }) => getTokenReencryption(caller, reencryptionRunId),
 };
 
 /** The valid request of a declared endpoint; one without an entry in VALID_REQUESTS fails the test, naming it. */

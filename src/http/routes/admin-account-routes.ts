@@ -144,6 +144,7 @@ const EXAMPLE_STATS: Example<z.input<typeof adminStatsResponse>> = {
     },
     provider_removals: { pending: 0, dead: 0 },
     notifications: { pending: 1, failed: 0, delivered_last_24h: 14 },
+    tokens_by_key: { '3f9a0c1d': 3 },
   },
 };
 
@@ -157,7 +158,8 @@ export const getAdminStats = defineEndpoint({
   description:
     'Users, connections and accounts, per app name, institution and account type; connections per ' +
     'status; activity over the last 24 hours, 7 and 30 days, counted from the append-only `events` table ' +
-    '(the database refuses updates and deletes of it); removals still pending at Plaid, or dead. Every ' +
+    '(the database refuses updates and deletes of it); removals still pending at Plaid, or dead; stored ' +
+    'access tokens per encryption key (`tokens_by_key`: when an old key can be dropped). Every ' +
     'figure comes from one snapshot, read on one connection of the admin pool.',
   response: { description: 'Statistics', schema: adminStatsResponse, examples: { stats: EXAMPLE_STATS } },
   errors: ['DATABASE_UNAVAILABLE'],

@@ -276,6 +276,9 @@ const window = z.object({ from: wireTimestamp(), to: wireTimestamp() });
 const statsList = <T extends z.ZodType>(entry: T, description: string) =>
   z.array(entry).max(MAX_STATS_ENTRIES).openapi({ description });
 
+/** Keys tokens can be under at once, as far as the stats' schema allows: a few during a rotation. */
+const MAX_TOKEN_KEYS = 64;
+
 export const adminStatsResponse = z
   .object({
     generated_at: wireTimestamp(),
@@ -341,6 +344,21 @@ export const adminStatsResponse = z
       })
       .openapi({
         description: 'Notifications to the website (all zero while WEBSITE_WEBHOOK_URL is unset).',
+      }),
+    tokens_by_key: z
+      .record(
+        z.string().regex(/^[0-9a-f]{8}$/),
+        count().openapi({ description: 'Stored tokens sealed under this key.' }),
+      )
+      .openapi({
+        description:
+          'Stored access tokens (connections, exchanges under way, Item removals not done) by the key that ' +
+          'encrypted them, named by its id: the first 8 hex characters of the SHA-256 of the key’s 32 bytes ' +
+          '(`printf %s "$KEY" | base64 -d | sha256sum | cut -c1-8`), which reveals nothing of the key. ' +
+          'After `POST /admin/tokens/reencrypt` only the first `TOKEN_ENCRYPTION_KEY` should be left; a key ' +
+          'no longer listed here can be dropped from the configuration.',
+        maxProperties: MAX_TOKEN_KEYS,
+        example: { '3f9a0c1d': 1204, '7be21f04': 2 },
       }),
   })
   .openapi('AdminStats');

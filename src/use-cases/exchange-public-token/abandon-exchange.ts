@@ -3,12 +3,14 @@ import { queueRemovalOfUnstoredItem } from '../../domain/connections/connection-
 import { recordEvent } from '../../repository/events-repository';
 import { finishExchange, type ExchangeClaim } from '../../repository/exchanges-repository';
 import { deliverRemoval, type UseCaseDependencies } from '../use-case-dependencies';
-import type { ExchangedItem } from './exchange-outcomes';
+import { EXCHANGE_RESUME_AFTER_MS } from '../../config/time-budgets';
+import { removeItemDirectly, type ExchangedItem } from './exchange-outcomes';
 
 /**
  * Gives up on an exchanged Item that was never stored: the exchange record (still this claim's
  * 'exchanged' row) and an outbox row commit together, then the removal is attempted at once. If that
- * cannot be written, the 'exchanged' record stays: a retry resumes it, or the sweeper queues the removal.
+ * cannot be written, the Item is removed directly while no retry can have taken the exchange over;
+ * later, the 'exchanged' record is left to a retry's resumption or the sweeper.
  */
 export async function abandonExchange(
   deps: UseCaseDependencies,
@@ -58,9 +60,16 @@ export async function abandonExchange(
       );
       return;
     }
-    // The 'exchanged' record is durable: a retry of the public token resumes it, or the sweeper queues
-    // the Item's removal. Removing the Item here could destroy a connection that a retry's take-over
-    // stored meanwhile (this claim may already be lost), so nothing more is done.
+    // The 'exchanged' record is durable: the sweeper queues the Item's removal, or a retry resumes the
+    // exchange. Removing the Item now is prompter, and safe only while no retry can have taken the
+    // exchange over (and stored a connection for it): well within EXCHANGE_RESUME_AFTER_MS.
+    if (performance.now() - exchanged.heldSince < EXCHANGE_RESUME_AFTER_MS / 2) {
+      await removeItemDirectly(deps, exchanged, {
+        error,
+        message: 'could not queue the Item removal; removing it directly',
+      });
+      return;
+    }
     logger.error(
       { err: error, item_id: exchanged.itemId },
       'could not record the abandoned exchange; a retry resumes it or the sweeper removes its Item',

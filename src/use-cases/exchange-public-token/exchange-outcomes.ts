@@ -20,6 +20,11 @@ export interface ExchangedItem {
   accessToken: string;
   itemId: string;
   ciphertext: string;
+  /**
+   * `performance.now()` no later than when this request's claim of the stored token last touched its
+   * row: until EXCHANGE_RESUME_AFTER_MS has passed since, no retry can have taken the exchange over.
+   */
+  heldSince: number;
 }
 
 const EXCHANGE_FAILED_DETAIL =

@@ -161,6 +161,7 @@ export class PublicTokenExchange {
     options: { onBilledWorkStarted?: () => void },
   ): Promise<{ accounts: ConnectedAccount[]; replayed: boolean } | undefined> {
     const { pool, vault, logger } = this.deps;
+    const heldSince = performance.now();
     const taken = await takeOverExchangedToken(pool, {
       fingerprint,
       claimId: randomUUID(),
@@ -178,6 +179,7 @@ export class PublicTokenExchange {
       itemId,
       accessToken: vault.decrypt(taken.accessTokenCiphertext, itemId),
       ciphertext: taken.accessTokenCiphertext,
+      heldSince,
     };
     try {
       return await this.billedWork.run(() =>

@@ -124,10 +124,15 @@ async function exchangeAtProvider(
   claim: ExchangeClaim,
 ): Promise<ExchangedItem> {
   try {
+    const heldSince = performance.now();
     const exchanged = await callProvider(deps.pool, 'item/public_token/exchange', input, () =>
       deps.provider.exchangePublicToken(input.publicToken),
     );
-    return { ...exchanged, ciphertext: deps.vault.encrypt(exchanged.accessToken, exchanged.itemId) };
+    return {
+      ...exchanged,
+      ciphertext: deps.vault.encrypt(exchanged.accessToken, exchanged.itemId),
+      heldSince,
+    };
   } catch (error) {
     await releaseExchangeClaim(deps.pool, claim).catch((releaseError: unknown) =>
       deps.logger.error({ err: releaseError }, 'could not release the exchange claim'),

@@ -96,18 +96,7 @@ export async function removeAccountOfConnection(
   });
   if (!last) return { outboxId: undefined };
   await notifyWebsite(client, notices, connection, 'connection.removed', { reason, accounts_removed: 0 });
-  await deleteConnection(client, connection.id);
-  const outboxId = await enqueueItemRemoval(client, {
-    reason: 'last_account_removed',
-    providerItemId: connection.itemId,
-    accessTokenCiphertext: connection.accessTokenCiphertext,
-    subscriptionUserId: connection.subscriptionUserId,
-  });
-  await recordEvent(client, {
-    ...eventFieldsOf(connection),
-    kind: 'institution_removed',
-    detail: { item_id: connection.itemId, reason: 'last_account_removed', accounts_removed: 0 },
-  });
+  const { outboxId } = await deleteAndQueueItemRemoval(client, connection, 'last_account_removed');
   return { outboxId };
 }
 
@@ -122,8 +111,16 @@ export async function removeWholeConnection(
     reason: NOTIFIED_REASON[endedBy],
     accounts_removed: connection.accountCount,
   });
+  return deleteAndQueueItemRemoval(client, connection, WHOLE_CONNECTION_REMOVAL_REASON[endedBy]);
+}
+
+/** The end of a locked connection: its rows deleted, its Item's removal queued, the event recorded. */
+async function deleteAndQueueItemRemoval(
+  client: PoolClient,
+  connection: Connection,
+  reason: RemovalReason,
+): Promise<{ outboxId: string; accountsRemoved: number }> {
   const accountsRemoved = await deleteConnection(client, connection.id);
-  const reason = WHOLE_CONNECTION_REMOVAL_REASON[endedBy];
   const outboxId = await enqueueItemRemoval(client, {
     reason,
     providerItemId: connection.itemId,

@@ -27,11 +27,10 @@ import {
   type TokenReencryptionState,
 } from '../repository/token-reencryption-runs-repository';
 import type { UseCaseHooks } from './use-case-dependencies';
+import { InstanceRuns, RunInterrupted } from './exclusive-runs';
 
 /** A running run whose holder has not said it is alive for this long is presumed dead (a crash, a kill). */
 export const REENCRYPTION_STALE_AFTER_MS = 120_000;
-/** Between two saves the holder still says it is alive. */
-const HEARTBEAT_INTERVAL_MS = 15_000;
 /**
  * Passes over the tables at most: a pass after the first only re-reads what the previous one left (rows
  * changed or locked at the moment of the write, or written meanwhile under an older key by an instance
@@ -74,12 +73,6 @@ export function buildTokenReencryption(
 }
 
 /** The run was ended by stop(), or by another instance that found it stale: it stops where it is. */
-class RunInterrupted extends Error {
-  constructor(readonly failure: string | undefined) {
-    super(failure ?? 'the run was failed by another instance');
-  }
-}
-
 function reencryptionRunning(runId: string | undefined): AppError {
   return new AppError('TOKEN_REENCRYPTION_RUNNING', {
     detail: runId
@@ -100,15 +93,14 @@ const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve,
  * reconciliation; a run whose holder stopped heart-beating is failed by the next one that looks.
  */
 export class TokenReencryption {
-  private readonly active = new Set<Promise<unknown>>();
-  private stopReason: string | undefined;
+  private readonly runs = new InstanceRuns('token re-encryption');
 
   constructor(private readonly deps: TokenReencryptionDependencies) {}
 
   /** Starts a run in the background; throws TOKEN_REENCRYPTION_RUNNING while one runs anywhere. */
   async start(): Promise<{ runId: string; keyId: string }> {
     const claimed = await this.claim();
-    this.track(
+    this.runs.track(
       this.execute(claimed).catch((error: unknown) =>
         this.deps.logger.error({ err: error, run_id: claimed.runId }, 'token re-encryption run failed'),
       ),
@@ -119,7 +111,7 @@ export class TokenReencryption {
   /** Runs to the end in the caller's time (the CLI), reporting progress after each batch. */
   async runToEnd(onProgress: (run: TokenReencryptionRun) => void): Promise<TokenReencryptionRun> {
     const claimed = await this.claim();
-    await this.track(this.execute(claimed, () => this.getRun(claimed.runId).then(onProgress)));
+    await this.runs.track(this.execute(claimed, () => this.getRun(claimed.runId).then(onProgress)));
     return this.getRun(claimed.runId);
   }
 
@@ -148,17 +140,7 @@ export class TokenReencryption {
    * stopped) and waits for them; no run starts afterwards. Call it before the pools close.
    */
   async stop(reason = 'stopped at shutdown'): Promise<void> {
-    this.stopReason ??= reason;
-    while (this.active.size > 0) await Promise.all(this.active);
-  }
-
-  private track<T>(work: Promise<T>): Promise<T> {
-    this.active.add(work);
-    void work.then(
-      () => this.active.delete(work),
-      () => this.active.delete(work),
-    );
-    return work;
+    await this.runs.stop(reason);
   }
 
   private async failStaleRun(): Promise<void> {
@@ -168,7 +150,7 @@ export class TokenReencryption {
   }
 
   private async claim(): Promise<{ runId: string; keyId: string }> {
-    if (this.stopReason) throw new Error('the token re-encryption service is stopped');
+    this.runs.refuseIfStopped();
     const keyId = this.deps.vault.encryptingKeyId;
     // A run may end between the refused insert and the look-up: then the insert is tried again.
     for (let attempt = 0; attempt < 3; attempt += 1) {
@@ -191,14 +173,7 @@ export class TokenReencryption {
   ): Promise<void> {
     const { pool, logger } = this.deps;
     const log = logger.child({ run_id: run.runId, key_id: run.keyId });
-    let lostToAnotherInstance = false;
-    const heartbeat = setInterval(() => {
-      beatReencryptionHeart(pool, run.runId).then(
-        (alive) => (lostToAnotherInstance ||= !alive),
-        (error: unknown) => log.warn({ err: error }, 'token re-encryption heartbeat failed'),
-      );
-    }, HEARTBEAT_INTERVAL_MS);
-    heartbeat.unref();
+    const heartbeat = this.runs.heartbeat(() => beatReencryptionHeart(pool, run.runId), log);
     const progress: TokenReencryptionProgress = { reencrypted: 0, deferred: 0, unreadable: 0 };
     /** Rows no configured key opens: counted and logged once, skipped by later passes. */
     const unreadable = new Set<string>();
@@ -212,8 +187,8 @@ export class TokenReencryption {
           for (const oldKeyId of await listKeyIdsOtherThan(pool, table, run.keyId)) {
             let after = FIRST_ROW_KEY[table];
             for (;;) {
-              if (lostToAnotherInstance) throw new RunInterrupted(undefined);
-              if (this.stopReason) throw new RunInterrupted(this.stopReason);
+              const interruption = heartbeat.interruption();
+              if (interruption) throw interruption;
               const batch = await listTokensUnderKey(pool, table, oldKeyId, after, this.deps.batchSize);
               if (batch.length === 0) break;
               after = (batch[batch.length - 1] as StoredToken).rowKey;
@@ -263,7 +238,7 @@ export class TokenReencryption {
       });
       if (ended) log.warn({ ...progress, failure }, 'token re-encryption run failed');
     } finally {
-      clearInterval(heartbeat);
+      heartbeat.end();
     }
   }
 

@@ -6,6 +6,7 @@ import { withTransaction, type Pool } from '../../db/pool';
 import { notFound, unknownCursor } from '../../errors';
 import type { Logger } from '../../observability/logger';
 import { inNewTrace } from '../../observability/spans';
+import { InstanceRuns, RunInterrupted } from '../exclusive-runs';
 import type { AccountProvider } from '../../provider/account-provider';
 import { ProviderError } from '../../provider/provider-error';
 import { applyHealthSignal } from '../../domain/connections/connection-changes';
@@ -47,8 +48,6 @@ export * from './reconciliation-report';
 
 /** Connections read, checked and saved together; progress and the heartbeat are written per page. */
 const PAGE_SIZE = 100;
-/** Between two saves the holder still says it is alive; a page at a low rate can take a while. */
-const HEARTBEAT_INTERVAL_MS = 15_000;
 export interface ReconciliationDependencies {
   pool: Pool;
   /** A provider of its own: a run during a Plaid outage must not open the breaker on users' calls. */
@@ -65,12 +64,6 @@ export interface ReconciliationDependencies {
 }
 
 /** The run was ended by stop(), or by another instance that found it stale: it stops where it is. */
-class RunInterrupted extends Error {
-  constructor(readonly failure: string | undefined) {
-    super(failure ?? 'the run was failed by another instance');
-  }
-}
-
 const SKIPPED = Symbol('skipped');
 
 /**
@@ -80,15 +73,14 @@ const SKIPPED = Symbol('skipped');
  * stopped heart-beating is failed by the next one that looks.
  */
 export class Reconciliation {
-  private readonly active = new Set<Promise<unknown>>();
-  private stopReason: string | undefined;
+  private readonly runs = new InstanceRuns('reconciliation');
 
   constructor(private readonly deps: ReconciliationDependencies) {}
 
   /** Starts a run in the background; throws RECONCILIATION_RUNNING while one runs anywhere. */
   async start(): Promise<{ runId: string }> {
     const claimed = await this.claim();
-    this.track(
+    this.runs.track(
       this.execute(claimed).catch((error: unknown) =>
         this.deps.logger.error({ err: error, run_id: claimed.runId }, 'reconciliation run failed'),
       ),
@@ -100,7 +92,7 @@ export class Reconciliation {
   async runToEnd(onProgress: (progress: ReconciliationProgress) => void): Promise<ReconciliationRun> {
     const claimed = await this.claim();
     onProgress({ runId: claimed.runId, total: claimed.total, checked: 0, differences: 0 });
-    await this.track(this.execute(claimed, onProgress));
+    await this.runs.track(this.execute(claimed, onProgress));
     return this.getRun(claimed.runId);
   }
 
@@ -141,17 +133,7 @@ export class Reconciliation {
    * at once) and waits for them; no run starts afterwards. Call it before the pools close.
    */
   async stop(reason = 'stopped at shutdown'): Promise<void> {
-    this.stopReason ??= reason;
-    while (this.active.size > 0) await Promise.all(this.active);
-  }
-
-  private track<T>(work: Promise<T>): Promise<T> {
-    this.active.add(work);
-    void work.then(
-      () => this.active.delete(work),
-      () => this.active.delete(work),
-    );
-    return work;
+    await this.runs.stop(reason);
   }
 
   private async failStaleRun(): Promise<void> {
@@ -160,7 +142,7 @@ export class Reconciliation {
   }
 
   private async claim(): Promise<{ runId: string; total: number; lastId: string }> {
-    if (this.stopReason) throw new Error('the reconciliation service is stopped');
+    this.runs.refuseIfStopped();
     // A run may end between the refused insert and the look-up: then the insert is tried again.
     for (let attempt = 0; attempt < 3; attempt += 1) {
       await this.failStaleRun();
@@ -185,18 +167,8 @@ export class Reconciliation {
     const limiter = new RateLimiterQueue(
       new RateLimiterMemory({ points: this.deps.requestsPerSecond, duration: 1 }),
     );
-    let lostToAnotherInstance = false;
-    const heartbeat = setInterval(() => {
-      beatHeart(pool, run.runId).then(
-        (alive) => (lostToAnotherInstance ||= !alive),
-        (error: unknown) => log.warn({ err: error }, 'reconciliation heartbeat failed'),
-      );
-    }, HEARTBEAT_INTERVAL_MS);
-    heartbeat.unref();
-    const interrupted = () => {
-      if (lostToAnotherInstance) return new RunInterrupted(undefined);
-      return this.stopReason ? new RunInterrupted(this.stopReason) : undefined;
-    };
+    const heartbeat = this.runs.heartbeat(() => beatHeart(pool, run.runId), log);
+    const interrupted = heartbeat.interruption;
     let checked = 0;
     let found = 0;
     let reported = 0;
@@ -241,7 +213,7 @@ export class Reconciliation {
         });
         if (!saved) throw new RunInterrupted(undefined);
         onProgress({ runId: run.runId, total: run.total, checked, differences: found });
-        if (done.length < outcomes.length) throw interrupted() ?? new RunInterrupted(this.stopReason);
+        if (done.length < outcomes.length) throw interrupted() ?? new RunInterrupted(undefined);
       }
       if (!(await finishRun(pool, run.runId, { state: 'done', failure: null }))) {
         throw new RunInterrupted(undefined);
@@ -263,7 +235,7 @@ export class Reconciliation {
       );
       if (ended) log.warn({ checked, failure }, 'reconciliation run failed');
     } finally {
-      clearInterval(heartbeat);
+      heartbeat.end();
     }
   }
 

@@ -234,7 +234,8 @@ async function describeNewItem(
 /**
  * One statement (so one transaction) stores the connection, its accounts, the finished exchange and
  * the event. Undo only when it certainly did not commit; when its answer was lost, leave the exchanged
- * record as it is: a replay reads whatever committed, and the sweeper removes an Item that did not.
+ * record as it is: a replay reads whatever committed; if nothing did, a later retry resumes the exchange
+ * or the sweeper removes the Item.
  */
 async function storeConnection(
   deps: UseCaseDependencies,

@@ -147,14 +147,3 @@ export const listAccountsPage = (
 /** Every matching account, from a server-side cursor inside the caller's transaction. */
 export const streamAccounts = (client: PoolClient, filters: AccountFilters): QueryStream =>
   streamRows(client, accountQuery(filters, undefined, undefined));
-
-/** Accounts per type and subtype, for the admin figures. */
-export async function countAccountsByType(
-  db: Queryable,
-): Promise<{ type: string; subtype: string | null; accounts: number }[]> {
-  const { rows } = await db.query<{ type: string; subtype: string | null; accounts: number }>(
-    `SELECT type, subtype, count(*)::int AS accounts FROM accounts
-      GROUP BY type, subtype ORDER BY accounts DESC, type, subtype`,
-  );
-  return rows;
-}

@@ -40,17 +40,16 @@ CREATE TABLE stats_user_connections (
   PRIMARY KEY (subscription_user_id, app_name)
 );
 
--- Changes of users' connection counts, staged by each statement until its transaction commits. Only
--- ever holds rows of transactions in flight, so it is unlogged (a crash ends them all anyway).
+CREATE TYPE stats_user_change AS (subscription_user_id text, app_name text, delta integer);
+
+-- Changes of users' connection counts, staged until their transaction commits: one row per statement
+-- (the commit trigger fires once per row; a row per user would make a bulk statement's commit
+-- quadratic). Only ever holds rows of transactions in flight, so it is unlogged (a crash ends them all).
 CREATE UNLOGGED TABLE stats_user_changes (
   transaction_id xid8 NOT NULL DEFAULT pg_current_xact_id(),
-  subscription_user_id text NOT NULL,
-  app_name text NOT NULL,
-  delta integer NOT NULL
+  changes stats_user_change[] NOT NULL
 );
 CREATE INDEX stats_user_changes_transaction_idx ON stats_user_changes (transaction_id);
-
-CREATE TYPE stats_user_change AS (subscription_user_id text, app_name text, delta integer);
 
 -- A connection's row as the tallies see it: +1 as it is now, -1 as it was.
 CREATE TYPE stats_connection_change AS (
@@ -112,8 +111,11 @@ BEGIN
    ORDER BY dimension, key
   ON CONFLICT (dimension, key, slot) DO UPDATE
      SET connections = t.connections + excluded.connections, accounts = t.accounts + excluded.accounts;
-  INSERT INTO stats_user_changes (subscription_user_id, app_name, delta)
-  SELECT subscription_user_id, app_name, sum(sign) FROM unnest(changes) GROUP BY 1, 2 HAVING sum(sign) <> 0;
+  INSERT INTO stats_user_changes (changes)
+  SELECT array_agg(ROW(subscription_user_id, app_name, delta)::stats_user_change)
+    FROM (SELECT subscription_user_id, app_name, sum(sign)::int AS delta
+            FROM unnest(changes) GROUP BY 1, 2 HAVING sum(sign) <> 0) user_delta
+  HAVING count(*) > 0;
 END;
 $$;
 
@@ -126,10 +128,9 @@ DECLARE
   own_slot integer;
 BEGIN
   WITH taken AS (
-    DELETE FROM stats_user_changes WHERE transaction_id = pg_current_xact_id()
-    RETURNING subscription_user_id, app_name, delta
+    DELETE FROM stats_user_changes WHERE transaction_id = pg_current_xact_id() RETURNING changes
   )
-  SELECT array_agg(ROW(subscription_user_id, app_name, delta)::stats_user_change) INTO staged FROM taken;
+  SELECT array_agg(change) INTO staged FROM taken, unnest(taken.changes) AS change;
   IF staged IS NULL THEN
     RETURN NULL;
   END IF;
@@ -304,8 +305,8 @@ DROP FUNCTION stats_tally_connection_rows();
 DROP FUNCTION stats_tally_connections(stats_connection_change[]);
 DROP TRIGGER stats_user_changes_applied_at_commit ON stats_user_changes;
 DROP FUNCTION stats_apply_user_changes();
-DROP TYPE stats_user_change;
 DROP TABLE stats_user_changes;
+DROP TYPE stats_user_change;
 DROP FUNCTION stats_claim_slot();
 DROP TYPE stats_connection_change;
 DROP TABLE stats_user_connections;

@@ -112,7 +112,8 @@ async function exportWithMemory(url: string, secret: string, pid: number, expect
             let size = 0;
             response.on('data', (chunk: Buffer) => {
               size += chunk.length;
-              for (const byte of chunk) if (byte === 10) count += 1;
+              // indexOf, not a loop over every byte: the client shares the machine with the service.
+              for (let at = chunk.indexOf(10); at !== -1; at = chunk.indexOf(10, at + 1)) count += 1;
             });
             response.on('end', () =>
               resolve({ status: response.statusCode ?? 0, lines: count, bytes: size }),

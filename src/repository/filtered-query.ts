@@ -50,7 +50,8 @@ export function streamRows(client: PoolClient, query: { text: string; values: un
 }
 
 /**
- * Rows fetched from the cursor per round trip (and at most buffered): a few MB of rows, and 200 round
- * trips for a million instead of 2,000.
+ * Rows fetched from the cursor per round trip (and at most buffered). Measured on a million-account
+ * export: 250 to 2,000 cost the service the same CPU time; the export's reader takes whatever has
+ * arrived at once, while the next fetch is under way.
  */
-const STREAM_BATCH_ROWS = 1_000;
+const STREAM_BATCH_ROWS = 500;

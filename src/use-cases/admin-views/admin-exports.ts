@@ -27,7 +27,7 @@ export interface RunningExport {
 }
 
 /** At most this many records a batch: about what one fetch of the cursor brings. */
-const RECORDS_PER_BATCH = 1_000;
+const RECORDS_PER_BATCH = 500;
 
 /**
  * The rows `rows` brings, mapped by `toRecord`, as batches: each time the reader asks, every row the

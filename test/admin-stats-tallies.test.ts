@@ -216,7 +216,7 @@ describeOnDirectConnection('migrations run over the direct connection by design'
           dbClient: client,
           dir: MIGRATIONS_DIR,
           direction,
-          file: '1764028800000_stats-tallies',
+          file: '1764046800000_stats-tallies',
           checkOrder: false,
           migrationsTable: 'pgmigrations',
           singleTransaction: true,

@@ -221,6 +221,26 @@ describe('GET /admin/accounts', () => {
     expect(response.text).not.toMatch(/access-sandbox/);
   });
 
+  it('when NDJSON is asked for, then each line is the JSON of the record the pages list, in their order', async () => {
+    const page = await listAdminAccounts(service, { limit: 1000 });
+    const exported = await listAdminAccounts(service, {}, { accept: 'application/x-ndjson' });
+
+    expect(exported.status).toBe(200);
+    expect(exported.text).toBe(
+      (page.body.accounts as Listed[]).map((account) => `${JSON.stringify(account)}\n`).join(''),
+    );
+  });
+
+  it('when an export matches nothing, then NDJSON is empty and CSV is its header alone', async () => {
+    const filters = { subscription_user_id: uniqueUserId('nobody') };
+    const ndjson = await listAdminAccounts(service, filters, { accept: 'application/x-ndjson' });
+    const csv = await listAdminAccounts(service, filters, { accept: 'text/csv' });
+
+    expect([ndjson.status, ndjson.text]).toEqual([200, '']);
+    expect(csv.status).toBe(200);
+    expect(csv.text.split('\n')).toEqual([expect.stringMatching(/^provider_account_id,/), '']);
+  });
+
   it('when CSV is asked for, then a header row and one quoted row per account come back', async () => {
     const response = await listAdminAccounts(
       service,

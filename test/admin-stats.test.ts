@@ -68,13 +68,20 @@ describe('GET /admin/stats', () => {
   afterAll(() => service.close());
 
   it('when read, then active users, connections and accounts match the hand count', () => {
-    expect(stats).toMatchObject({ users: 2, institutions: 3, accounts: 35 });
+    expect(stats).toMatchObject({ users: 2, connections: 3, accounts: 35 });
+  });
+
+  it('when read, then `institutions` is still there, the same figure as `connections`', () => {
+    expect(stats.institutions).toBe(stats.connections);
+    for (const entry of [...stats.by_app_name, ...stats.top_institutions]) {
+      expect(entry.institutions).toBe(entry.connections);
+    }
   });
 
   it('when read, then the per-app breakdown matches', () => {
     expect(stats.by_app_name).toEqual([
-      { app_name: 'Budget', users: 1, institutions: 2, accounts: 24 },
-      { app_name: 'Savings', users: 1, institutions: 1, accounts: 11 },
+      { app_name: 'Budget', users: 1, connections: 2, institutions: 2, accounts: 24 },
+      { app_name: 'Savings', users: 1, connections: 1, institutions: 1, accounts: 11 },
     ]);
   });
 
@@ -83,12 +90,14 @@ describe('GET /admin/stats', () => {
       {
         institution_id: 'ins_109508',
         institution_name: 'First Platypus Bank',
+        connections: 2,
         institutions: 2,
         accounts: 23,
       },
       {
         institution_id: 'ins_109509',
         institution_name: 'First Gingham Credit Union',
+        connections: 1,
         institutions: 1,
         accounts: 12,
       },

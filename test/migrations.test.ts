@@ -60,6 +60,9 @@ describeOnDirectConnection('migrations run over the direct connection by design'
       'pgmigrations',
       'rate_limits',
       'reconciliation_runs',
+      'stats_tallies',
+      'stats_user_changes',
+      'stats_user_connections',
       'token_reencryption_runs',
       'webhook_deliveries',
     ]);

@@ -16,3 +16,8 @@ export async function dropDatabase(client: Client, name: string): Promise<void> 
 export async function setRolePassword(client: Client, role: string, password: string): Promise<void> {
   await client.query(`ALTER ROLE ${quoteIdentifier(role)} WITH PASSWORD ${client.escapeLiteral(password)}`);
 }
+
+export async function databaseExists(client: Client, name: string): Promise<boolean> {
+  const { rowCount } = await client.query('SELECT 1 FROM pg_database WHERE datname = $1', [name]);
+  return (rowCount ?? 0) > 0;
+}

@@ -102,3 +102,9 @@ export async function findAnySubscriptionUser(db: Queryable): Promise<string> {
   );
   return rows[0]?.id ?? '';
 }
+
+/** How many accounts a database holds: a benchmark reusing a seeded database reports it. */
+export async function countSeededAccounts(db: Queryable): Promise<number> {
+  const { rows } = await db.query<{ n: number }>('SELECT count(*)::int AS n FROM accounts');
+  return rows[0]?.n ?? 0;
+}

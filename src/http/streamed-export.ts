@@ -68,6 +68,21 @@ export function exportExamples<T>(
 }
 
 /**
+ * Batches of records in, text out: each batch's lines as one chunk. Written one by one, each line was a
+ * write, an HTTP chunk and a writev of its own, a third of the CPU time of a million-line export.
+ */
+function linesOfBatches<T>(encode: (record: T) => string): Transform {
+  return new Transform({
+    writableObjectMode: true,
+    transform(records: T[], _encoding, done) {
+      let text = '';
+      for (const record of records) text += encode(record);
+      done(null, text === '' ? undefined : text);
+    },
+  });
+}
+
+/**
  * True while bytes wait for the client: the response is backpressured, or its end is still queued on
  * the socket. False while the export waits on the database, which is not the client's stall.
  */
@@ -90,13 +105,7 @@ async function streamExport<T>(
   const { records, close } = await open();
   res.status(200).type(format === 'text/csv' ? 'text/csv; charset=utf-8' : 'application/x-ndjson');
   if (format === 'text/csv') res.write(csvHeader(shape.csvColumns));
-  const encode = encoderOf(shape, format);
-  const toLines = new Transform({
-    writableObjectMode: true,
-    transform(record: T, _encoding, done) {
-      done(null, encode(record));
-    },
-  });
+  const toLines = linesOfBatches(encoderOf(shape, format));
   // The socket's inactivity timer restarts whenever the client takes bytes (Node also counts a
   // partly written chunk), so it fires only after a whole stall timeout in which it took none.
   let stalled = false;

@@ -239,52 +239,6 @@ export async function snapshotConnections(db: Queryable): Promise<{ total: numbe
   return { total: row.total, lastId: row.last_id };
 }
 
-export interface ConnectionStatistics {
-  totals: { users: number; connections: number; accounts: number };
-  byApp: { app_name: string; users: number; institutions: number; accounts: number }[];
-  topInstitutions: {
-    institution_id: string;
-    institution_name: string;
-    institutions: number;
-    accounts: number;
-  }[];
-  byStatus: { status: ConnectionStatus; count: number }[];
-}
-
-/** The admin figures of connections; run inside one snapshot with the other tables' figures. */
-export async function readConnectionStatistics(
-  db: Queryable,
-  topInstitutionLimit: number,
-): Promise<ConnectionStatistics> {
-  // Distinct users are counted by grouping, not count(DISTINCT): it can use the index and a hash.
-  const totals = await db.query(
-    `SELECT (SELECT count(*) FROM (SELECT subscription_user_id FROM connections GROUP BY 1) u)::int AS users,
-            count(*)::int AS connections, coalesce(sum(account_count), 0)::int AS accounts
-       FROM connections`,
-  );
-  const byApp = await db.query(
-    `SELECT app_name, count(*)::int AS users, sum(institutions)::int AS institutions,
-            sum(accounts)::int AS accounts
-       FROM (SELECT app_name, subscription_user_id, count(*) AS institutions, sum(account_count) AS accounts
-               FROM connections GROUP BY app_name, subscription_user_id) per_user
-      GROUP BY app_name ORDER BY accounts DESC, app_name`,
-  );
-  const topInstitutions = await db.query(
-    `SELECT institution_id, min(institution_name) AS institution_name,
-            count(*)::int AS institutions, sum(account_count)::int AS accounts
-       FROM connections
-      GROUP BY institution_id ORDER BY institutions DESC, accounts DESC, institution_id LIMIT $1`,
-    [topInstitutionLimit],
-  );
-  const byStatus = await db.query(`SELECT status, count(*)::int AS count FROM connections GROUP BY status`);
-  return {
-    totals: totals.rows[0],
-    byApp: byApp.rows,
-    topInstitutions: topInstitutions.rows,
-    byStatus: byStatus.rows,
-  };
-}
-
 /**
  * Notes that Plaid sent a webhook about this Item (a verified delivery seen for the first time), in the
  * caller's transaction; an Item no connection holds changes nothing.

@@ -46,5 +46,12 @@ export async function readRows<Row>(
  * owns (and releases) the client.
  */
 export function streamRows(client: PoolClient, query: { text: string; values: unknown[] }): QueryStream {
-  return client.query(new QueryStream(query.text, query.values, { batchSize: 500 }));
+  return client.query(new QueryStream(query.text, query.values, { batchSize: STREAM_BATCH_ROWS }));
 }
+
+/**
+ * Rows fetched from the cursor per round trip (and at most buffered). Measured on a million-account
+ * export: 250 to 2,000 cost the service the same CPU time; the export's reader takes whatever has
+ * arrived at once, while the next fetch is under way.
+ */
+const STREAM_BATCH_ROWS = 500;

@@ -1,9 +1,8 @@
 import { withReadOnlySnapshot, type Pool } from '../db/pool';
-import { countAccountsByType } from '../repository/accounts-repository';
-import { readConnectionStatistics } from '../repository/connections-repository';
 import { countRecentEvents } from '../repository/events-repository';
 import { countRecentlyDeliveredNotifications, countUnfinishedRows } from '../repository/outbox-repository';
 import { countTokensByKey } from '../repository/stored-tokens-repository';
+import { readTalliedFigures } from '../repository/stats-tallies-repository';
 import { CONNECTION_STATUSES, type ConnectionStatus } from '../vocabulary/connection-statuses';
 import { EVENT_KINDS } from '../vocabulary/event-kinds';
 
@@ -14,11 +13,14 @@ export class AdminStats {
   /** The admin pool: separate from the one the account endpoints use, so stats cannot starve them. */
   constructor(private readonly deps: { pool: Pool }) {}
 
-  /** Every figure comes from one snapshot on one connection of the admin pool: they agree with each other. */
+  /**
+   * Every figure comes from one snapshot on one connection of the admin pool: they agree with each other.
+   * Each part is one read; users, connections and accounts come from the tallies the database keeps as
+   * rows change, so their cost does not grow with the number of accounts.
+   */
   async stats(now: Date, topInstitutions = 10) {
     const rows = await withReadOnlySnapshot(this.deps.pool, async (db) => ({
-      connections: await readConnectionStatistics(db, topInstitutions),
-      byType: await countAccountsByType(db),
+      tallied: await readTalliedFigures(db, topInstitutions),
       activity: await countRecentEvents(db, now),
       removals: await countUnfinishedRows(db, 'provider_item_remove'),
       notifications: await countUnfinishedRows(db, 'website_notification'),
@@ -33,15 +35,29 @@ export class AdminStats {
         ),
       ]),
     );
-    const { totals, byApp, topInstitutions: top, byStatus } = rows.connections;
+    const { totals, byApp, topInstitutions: top, byStatus, byAccountType } = rows.tallied;
+    // `institutions` is the former name of `connections` (it always counted connections), kept beside it.
     return {
       generated_at: now.toISOString(),
       users: totals.users,
+      connections: totals.connections,
       institutions: totals.connections,
       accounts: totals.accounts,
-      by_app_name: byApp,
-      top_institutions: top,
-      by_account_type: rows.byType,
+      by_app_name: byApp.map((app) => ({
+        app_name: app.app_name,
+        users: app.users,
+        connections: app.connections,
+        institutions: app.connections,
+        accounts: app.accounts,
+      })),
+      top_institutions: top.map((institution) => ({
+        institution_id: institution.institution_id,
+        institution_name: institution.institution_name,
+        connections: institution.connections,
+        institutions: institution.connections,
+        accounts: institution.accounts,
+      })),
+      by_account_type: byAccountType,
       activity: {
         windows: Object.fromEntries(
           Object.entries(WINDOWS).map(([window, ms]) => [
@@ -54,7 +70,7 @@ export class AdminStats {
       connections_by_status: Object.fromEntries(
         CONNECTION_STATUSES.map((status) => [
           status,
-          byStatus.find((row) => row.status === status)?.count ?? 0,
+          byStatus.find((row) => row.status === status)?.connections ?? 0,
         ]),
       ) as Record<ConnectionStatus, number>,
       provider_removals: {

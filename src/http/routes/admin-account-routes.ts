@@ -89,17 +89,25 @@ const EXAMPLE_STATS: Example<z.input<typeof adminStatsResponse>> = {
   value: {
     generated_at: '2026-11-22T02:13:13.177Z',
     users: 2,
+    connections: 3,
     institutions: 3,
     accounts: 35,
-    by_app_name: [{ app_name: 'Budget App', users: 2, institutions: 3, accounts: 35 }],
+    by_app_name: [{ app_name: 'Budget App', users: 2, connections: 3, institutions: 3, accounts: 35 }],
     top_institutions: [
       {
         institution_id: 'ins_109508',
         institution_name: 'First Platypus Bank',
+        connections: 2,
         institutions: 2,
         accounts: 23,
       },
-      { institution_id: 'ins_109512', institution_name: 'Houndstooth Bank', institutions: 1, accounts: 12 },
+      {
+        institution_id: 'ins_109512',
+        institution_name: 'Houndstooth Bank',
+        connections: 1,
+        institutions: 1,
+        accounts: 12,
+      },
     ],
     by_account_type: [
       { type: 'depository', subtype: 'checking', accounts: 6 },
@@ -156,10 +164,12 @@ export const getAdminStats = defineEndpoint({
   tags: ['Admin'],
   summary: 'System-wide statistics',
   description:
-    'Users, connections and accounts, per app name, institution and account type; connections per ' +
-    'status; activity over the last 24 hours, 7 and 30 days, counted from the append-only `events` table ' +
-    '(the database refuses updates and deletes of it); removals still pending at Plaid, or dead; stored ' +
-    'access tokens per encryption key (`tokens_by_key`: when an old key can be dropped). Every ' +
+    'Users, connections and accounts, per app name, institution and account type (`institutions` is the ' +
+    'former name of `connections`: the same figure, kept for compatibility); connections per status; ' +
+    'activity over the last 24 hours, 7 and 30 days, counted from the append-only `events` table (the ' +
+    'database refuses updates, and deletes but the retention of rows older than 31 days); removals still ' +
+    'pending at Plaid, or dead; stored access tokens per encryption key (`tokens_by_key`: when an old key ' +
+    'can be dropped). Every ' +
     'figure comes from one snapshot, read on one connection of the admin pool.',
   response: { description: 'Statistics', schema: adminStatsResponse, examples: { stats: EXAMPLE_STATS } },
   errors: ['DATABASE_UNAVAILABLE'],

@@ -273,6 +273,14 @@ const activityCounts = z.object(
   >,
 );
 const window = z.object({ from: wireTimestamp(), to: wireTimestamp() });
+/**
+ * `institutions` in the figures always counted connections (Plaid Items), not distinct institutions: it
+ * stays beside `connections`, with the same figure, for clients that read it.
+ */
+const legacyConnectionCount = () =>
+  count().openapi({
+    description: 'The same figure as `connections`, under its former name; kept for compatibility.',
+  });
 const statsList = <T extends z.ZodType>(entry: T, description: string) =>
   z.array(entry).max(MAX_STATS_ENTRIES).openapi({ description });
 
@@ -283,13 +291,15 @@ export const adminStatsResponse = z
   .object({
     generated_at: wireTimestamp(),
     users: count().openapi({ description: 'Users with at least one active connection.' }),
-    institutions: count().openapi({ description: 'Active connections (Plaid Items).' }),
+    connections: count().openapi({ description: 'Active connections (Plaid Items).' }),
+    institutions: legacyConnectionCount(),
     accounts: count().openapi({ description: 'Active accounts.' }),
     by_app_name: statsList(
       z.object({
         app_name: wireText(MAX_ID_LENGTH),
         users: count(),
-        institutions: count(),
+        connections: count().openapi({ description: "The app's active connections." }),
+        institutions: legacyConnectionCount(),
         accounts: count(),
       }),
       `Per app name, most accounts first; at most ${MAX_STATS_ENTRIES}.`,
@@ -298,10 +308,11 @@ export const adminStatsResponse = z
       z.object({
         institution_id: wireText(MAX_ID_LENGTH),
         institution_name: wireText(MAX_NAME_LENGTH),
-        institutions: count(),
+        connections: count().openapi({ description: 'Active connections to this institution.' }),
+        institutions: legacyConnectionCount(),
         accounts: count(),
       }),
-      'The institutions with the most connections (10).',
+      'The institutions with the most connections (10), most connections first.',
     ),
     by_account_type: statsList(
       z.object({

@@ -8,8 +8,8 @@ import { AdminList, type AdminListSpec } from './admin-list';
 
 export type { AccountFilters };
 
-/** An account as operators get it: the row without its internal id, its time as ISO text. */
-export type AdminAccount = Omit<AdminAccountRow, 'id' | 'created_at'> & { created_at: string };
+/** An account as operators get it: the row without its internal id (its time is ISO text already). */
+export type AdminAccount = Omit<AdminAccountRow, 'id'>;
 
 export function toAdminAccount(row: AdminAccountRow): AdminAccount {
   return {
@@ -24,7 +24,7 @@ export function toAdminAccount(row: AdminAccountRow): AdminAccount {
     type: row.type,
     subtype: row.subtype,
     status: row.status,
-    created_at: row.created_at.toISOString(),
+    created_at: row.created_at,
   };
 }
 

@@ -106,7 +106,6 @@ export class PublicTokenExchange {
         counted = true;
         await perUserLimits.refuseOverLimit('exchange', count, attempt.counted);
       }
-      let claim = attempt.claim;
       const { existing } = attempt;
       if (existing && existing.subscription_user_id !== input.subscriptionUserId) {
         throw notFound('This public token does not belong to this user.');
@@ -115,26 +114,27 @@ export class PublicTokenExchange {
         return { accounts: await this.replayExchange(existing), replayed: true };
       if (existing?.state === 'abandoned') throw replayOfAbandoned(existing.failure_code);
       if (!existing && attempt.duplicate) await this.refuseDuplicate(input, duplicateOf);
-      if (existing?.claim_is_stale) {
-        claim = await claimExchange(pool, {
-          fingerprint,
-          claimId: randomUUID(),
-          subscriptionUserId: input.subscriptionUserId,
-          appName: input.appName,
-          staleAfterSeconds: CLAIM_STALE_AFTER_SECONDS,
-        });
-      }
-      if (existing?.resumable) {
-        const resumed = await this.resume(input, fingerprint, options);
-        if (resumed) return resumed;
-      }
-      if (claim) {
-        const held = claim;
+      const claim = existing?.claim_is_stale
+        ? await claimExchange(pool, {
+            fingerprint,
+            claimId: randomUUID(),
+            subscriptionUserId: input.subscriptionUserId,
+            appName: input.appName,
+            staleAfterSeconds: CLAIM_STALE_AFTER_SECONDS,
+          })
+        : attempt.claim;
+      const billed = claim
+        ? () => performExchange(this.deps, input, claim)
+        : existing?.resumable
+          ? await this.takeOver(input, fingerprint)
+          : undefined;
+      if (billed) {
         options.onBilledWorkStarted?.();
         try {
-          return await this.billedWork.run(() => performExchange(this.deps, input, held));
+          return await this.billedWork.run(billed);
         } catch (error) {
-          // Taken over meanwhile: the next round answers what the exchange became.
+          // Taken over meanwhile (by the sweeper, or a retry resuming it): the next round answers what
+          // the exchange became.
           if (!(error instanceof ExchangeClaimLostError)) throw error;
           continue;
         }
@@ -151,15 +151,15 @@ export class PublicTokenExchange {
   }
 
   /**
-   * Takes over an exchange whose holder stored the access token and then died, and finishes it with
-   * that token: Plaid will not exchange the public token again, so this is the only way the user's
-   * bank login still becomes a connection. Undefined when another request or the sweeper took it first.
+   * Takes over an exchange whose holder stored the access token and then died; the work that finishes
+   * it with that token (Plaid will not exchange the public token again, so this is the only way the
+   * user's bank login still becomes a connection). Undefined when another request or the sweeper took it
+   * first.
    */
-  private async resume(
+  private async takeOver(
     input: ExchangeInput,
     fingerprint: Buffer,
-    options: { onBilledWorkStarted?: () => void },
-  ): Promise<{ accounts: ConnectedAccount[]; replayed: boolean } | undefined> {
+  ): Promise<(() => Promise<{ accounts: ConnectedAccount[]; replayed: boolean }>) | undefined> {
     const { pool, vault, logger } = this.deps;
     const heldSince = performance.now();
     const taken = await takeOverExchangedToken(pool, {
@@ -174,21 +174,13 @@ export class PublicTokenExchange {
       { item_id: itemId },
       'resuming an exchange whose holder stopped after storing its access token',
     );
-    options.onBilledWorkStarted?.();
     const exchanged = {
       itemId,
       accessToken: vault.decrypt(taken.accessTokenCiphertext, itemId),
       ciphertext: taken.accessTokenCiphertext,
       heldSince,
     };
-    try {
-      return await this.billedWork.run(() =>
-        completeExchange(this.deps, input, taken.claim, exchanged, undefined),
-      );
-    } catch (error) {
-      if (!(error instanceof ExchangeClaimLostError)) throw error;
-      return undefined;
-    }
+    return () => completeExchange(this.deps, input, taken.claim, exchanged, undefined);
   }
 
   /** Resolves once every exchange whose provider call has started is stored or queued for removal. */

@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import type { ConnectionHealth } from '../../repository/connections-repository';
 import type { ConnectionStatus } from '../../vocabulary/connection-statuses';
+import { MAX_CODE_LENGTH, MAX_ID_LENGTH, MAX_TYPE_LENGTH } from '../../vocabulary/field-limits';
 import type { Connection } from './connection';
 
 /** Something Plaid said about an Item: by webhook, as the error of one of our calls, or by `/item/get`. */
@@ -19,14 +20,15 @@ export type HealthSignal =
  */
 export const plaidWebhookSchema = z
   .object({
-    webhook_type: z.string().max(64),
-    webhook_code: z.string().max(64),
-    item_id: z.string().max(256).nullish(),
-    error: z.object({ error_code: z.string().max(128) }).nullish(),
+    webhook_type: z.string().max(MAX_TYPE_LENGTH),
+    webhook_code: z.string().max(MAX_TYPE_LENGTH),
+    item_id: z.string().max(MAX_ID_LENGTH).nullish(),
+    error: z.object({ error_code: z.string().max(MAX_CODE_LENGTH) }).nullish(),
+    // Timestamps as Plaid writes them, with room for offsets and fractions.
     consent_expiration_time: z.string().max(64).nullish(),
-    reason: z.string().max(128).nullish(),
+    reason: z.string().max(MAX_CODE_LENGTH).nullish(),
     disconnect_time: z.string().max(64).nullish(),
-    account_id: z.string().max(256).nullish(),
+    account_id: z.string().max(MAX_ID_LENGTH).nullish(),
   })
   .passthrough();
 

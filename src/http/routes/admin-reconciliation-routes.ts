@@ -6,14 +6,9 @@ import {
   type ReconciliationRunSummary,
 } from '../../use-cases/reconciliation/reconcile-connections';
 import { defineEndpoint } from '../endpoint-declaration';
+import { MAX_FAILURE_LENGTH, pagesDescription, nextCursor, pageQueryFields } from '../schemas/admin-schemas';
 import {
-  MAX_ERROR_CODE_LENGTH,
-  MAX_FAILURE_LENGTH,
-  pagesDescription,
-  nextCursor,
-  pageQueryFields,
-} from '../schemas/admin-schemas';
-import {
+  MAX_CODE_LENGTH,
   MAX_ID_LENGTH,
   connectionStatusSchema,
   count,
@@ -45,7 +40,7 @@ const differenceSchema = z
         '`login_required` or `error` and Plaid reports no error now; `check_failed`: Plaid could not be ' +
         'asked (after retries) or the stored token could not be read, and nothing was changed.',
     }),
-    error_code: wireText(MAX_ERROR_CODE_LENGTH).nullable().openapi({
+    error_code: wireText(MAX_CODE_LENGTH).nullable().openapi({
       description:
         "Plaid's error code for `item_error` and `item_not_found`; for `check_failed`, what failed.",
     }),

@@ -4,6 +4,7 @@ import { EVENT_KINDS, type EventKind } from '../../vocabulary/event-kinds';
 import { NOTIFICATION_TYPES } from '../../vocabulary/notification-types';
 import { REMOVAL_REASONS } from '../../vocabulary/removal-reasons';
 import {
+  MAX_CODE_LENGTH,
   MAX_ID_LENGTH,
   MAX_MASK_LENGTH,
   MAX_NAME_LENGTH,
@@ -49,8 +50,6 @@ export const outboxIds = (description: string, idDescription: string) =>
 
 /** A failure or an error as it is stored: a code and its detail, at most about 1 kB. */
 export const MAX_FAILURE_LENGTH = 1_200;
-/** Plaid's error codes and the service's own are upper-case words; none is longer than this. */
-export const MAX_ERROR_CODE_LENGTH = 128;
 
 const isoDateTime = z.iso
   .datetime({ offset: true })
@@ -180,11 +179,11 @@ export const adminConnectionSchema = z
     institution_id: wireText(MAX_ID_LENGTH),
     institution_name: wireText(MAX_NAME_LENGTH),
     status: connectionStatusSchema,
-    error_code: wireText(MAX_ERROR_CODE_LENGTH)
+    error_code: wireText(MAX_CODE_LENGTH)
       .nullable()
       .openapi({ description: "Plaid's error code for `error` and `login_required`." }),
     consent_expiration_time: wireTimestamp().nullable(),
-    disconnect_reason: wireText(MAX_NAME_LENGTH).nullable(),
+    disconnect_reason: wireText(MAX_CODE_LENGTH).nullable(),
     disconnect_time: wireTimestamp().nullable(),
     new_accounts_available: z.boolean(),
     accounts: count().openapi({ description: 'Accounts the connection holds.' }),

@@ -4,6 +4,7 @@ import type { ConnectedAccount } from '../../domain/connections/connection';
 import type { ConnectionReference } from '../../use-cases/use-case-dependencies';
 import { CONNECTION_STATUSES } from '../../vocabulary/connection-statuses';
 import {
+  MAX_CODE_LENGTH,
   MAX_ID_LENGTH,
   MAX_MASK_LENGTH,
   MAX_NAME_LENGTH,
@@ -16,7 +17,14 @@ extendZodWithOpenApi(z);
 
 export { z };
 
-export { MAX_ID_LENGTH, MAX_MASK_LENGTH, MAX_NAME_LENGTH, MAX_TIMESTAMP_LENGTH, MAX_TYPE_LENGTH };
+export {
+  MAX_CODE_LENGTH,
+  MAX_ID_LENGTH,
+  MAX_MASK_LENGTH,
+  MAX_NAME_LENGTH,
+  MAX_TIMESTAMP_LENGTH,
+  MAX_TYPE_LENGTH,
+};
 /** Counts come from `count(*)::int`: at most a 32-bit integer. */
 const MAX_INT32 = 2_147_483_647;
 /** The most entries a stats list carries; each is ordered by accounts, largest first. */

@@ -1,5 +1,6 @@
 import { plaidWebhookSchema } from '../../domain/connections/connection-health';
 import {
+  MAX_CODE_LENGTH,
   MAX_ID_LENGTH,
   MAX_MASK_LENGTH,
   MAX_NAME_LENGTH,
@@ -32,13 +33,13 @@ const connectionOverview = z
     institution_id: wireText(MAX_ID_LENGTH),
     institution_name: wireText(MAX_NAME_LENGTH),
     status: connectionStatusSchema,
-    error_code: wireText(MAX_TYPE_LENGTH)
+    error_code: wireText(MAX_CODE_LENGTH)
       .nullable()
       .openapi({ description: "Plaid's error_code when status is error or login_required." }),
     consent_expiration_time: wireTimestamp()
       .nullable()
       .openapi({ description: 'When the user’s consent ends (pending_expiration).' }),
-    disconnect_reason: wireText(MAX_TYPE_LENGTH)
+    disconnect_reason: wireText(MAX_CODE_LENGTH)
       .nullable()
       .openapi({ description: 'Why Plaid will disconnect it (pending_disconnect).' }),
     disconnect_time: wireTimestamp().nullable(),

@@ -1,6 +1,7 @@
 import { timingSafeEqual, createHash } from 'node:crypto';
 import http, { type IncomingMessage, type ServerResponse } from 'node:http';
 import type { ServiceMetrics } from '../observability/metrics';
+import { SERVER_LIMITS } from './server';
 
 /** How long a scrape waits for fresh database figures before it answers with the last ones. */
 const DATABASE_WAIT_MS = 500;
@@ -31,12 +32,15 @@ function problem(res: ServerResponse, status: number, code: string, detail: stri
  */
 export function createMetricsServer(options: MetricsServerOptions): http.Server {
   const expected = options.bearerToken === undefined ? undefined : digest(`Bearer ${options.bearerToken}`);
-  return http.createServer({ headersTimeout: 10_000, requestTimeout: 10_000 }, (req, res) => {
-    void answer(req, res).catch(() => {
-      if (!res.headersSent) problem(res, 500, 'INTERNAL_ERROR', 'The metrics could not be rendered.');
-      else res.destroy();
-    });
-  });
+  return http.createServer(
+    { headersTimeout: SERVER_LIMITS.headersTimeoutMs, requestTimeout: SERVER_LIMITS.requestTimeoutMs },
+    (req, res) => {
+      void answer(req, res).catch(() => {
+        if (!res.headersSent) problem(res, 500, 'INTERNAL_ERROR', 'The metrics could not be rendered.');
+        else res.destroy();
+      });
+    },
+  );
 
   async function answer(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const path = (req.url ?? '/').split('?')[0];

@@ -1,3 +1,4 @@
+import { AppError } from '../errors';
 import type { Logger } from '../observability/logger';
 
 /** How often a run says it is alive; a run silent for much longer is failed by the next one that looks. */
@@ -11,6 +12,11 @@ export class RunInterrupted extends Error {
   constructor(readonly failure: string | undefined) {
     super(failure ?? 'the run was failed by another instance');
   }
+}
+
+/** A run's failure as an operator reads it: the error's code and detail, never a stack or a token. */
+export function describeFailure(error: unknown): string {
+  return error instanceof AppError ? `${error.code}: ${error.detail}` : 'unexpected error (see the log)';
 }
 
 /**

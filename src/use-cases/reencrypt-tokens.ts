@@ -27,7 +27,7 @@ import {
   type TokenReencryptionState,
 } from '../repository/token-reencryption-runs-repository';
 import type { UseCaseHooks } from './use-case-dependencies';
-import { InstanceRuns, RunInterrupted } from './exclusive-runs';
+import { describeFailure, InstanceRuns, RunInterrupted } from './exclusive-runs';
 
 /** A running run whose holder has not said it is alive for this long is presumed dead (a crash, a kill). */
 export const REENCRYPTION_STALE_AFTER_MS = 120_000;
@@ -221,12 +221,7 @@ export class TokenReencryption {
         log.warn(progress, 'token re-encryption run was failed by another instance; stopping it here');
         return;
       }
-      const failure =
-        error instanceof RunInterrupted
-          ? (error.failure as string)
-          : error instanceof AppError
-            ? `${error.code}: ${error.detail}`
-            : 'unexpected error (see the log)';
+      const failure = error instanceof RunInterrupted ? (error.failure as string) : describeFailure(error);
       const ended = await finishReencryptionRun(pool, run.runId, {
         state: 'failed',
         failure,

@@ -13,7 +13,12 @@ import type { BankAccount } from '../../vocabulary/bank-account';
 import type { NotifiedRemovalReason, StatusChangeSource } from '../../vocabulary/notification-types';
 import type { RemovalReason } from '../../vocabulary/removal-reasons';
 import { eventFieldsOf, type Connection } from './connection';
-import { healthAfter, isOlderThanLastState, type HealthSignal } from './connection-health';
+import {
+  healthAfter,
+  isOlderThanLastState,
+  statusOrItsDetailsChanged,
+  type HealthSignal,
+} from './connection-health';
 import { notifyWebsite, type WebsiteNotices } from './connection-notifications';
 
 /**
@@ -210,16 +215,4 @@ export async function applyHealthSignal(
     },
   });
   return { outcome: 'applied', health };
-}
-
-const sameTime = (a: Date | null, b: Date | null) => (a?.getTime() ?? null) === (b?.getTime() ?? null);
-
-function statusOrItsDetailsChanged(before: Connection, after: ConnectionHealth): boolean {
-  return (
-    before.status !== after.status ||
-    before.errorCode !== after.errorCode ||
-    before.disconnectReason !== after.disconnectReason ||
-    !sameTime(before.consentExpirationTime, after.consentExpirationTime) ||
-    !sameTime(before.disconnectTime, after.disconnectTime)
-  );
 }

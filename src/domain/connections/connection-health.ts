@@ -134,13 +134,24 @@ export function healthAfter(
       break;
   }
   const same =
-    next.status === base.status &&
-    next.errorCode === base.errorCode &&
-    next.consentExpirationTime?.getTime() === base.consentExpirationTime?.getTime() &&
-    next.disconnectReason === base.disconnectReason &&
-    next.disconnectTime?.getTime() === base.disconnectTime?.getTime() &&
-    next.newAccountsAvailable === base.newAccountsAvailable;
+    !statusOrItsDetailsChanged(base, next) && next.newAccountsAvailable === base.newAccountsAvailable;
   return same ? undefined : next;
+}
+
+const sameTime = (a: Date | null, b: Date | null) => (a?.getTime() ?? null) === (b?.getTime() ?? null);
+
+/** A status or what it carries (the error code, the consent's end, a disconnection) differs. */
+export function statusOrItsDetailsChanged(
+  before: Omit<ConnectionHealth, 'observedAt' | 'newAccountsAvailable'>,
+  after: Omit<ConnectionHealth, 'observedAt' | 'newAccountsAvailable'>,
+): boolean {
+  return (
+    before.status !== after.status ||
+    before.errorCode !== after.errorCode ||
+    before.disconnectReason !== after.disconnectReason ||
+    !sameTime(before.consentExpirationTime, after.consentExpirationTime) ||
+    !sameTime(before.disconnectTime, after.disconnectTime)
+  );
 }
 
 /**

@@ -6,7 +6,7 @@ import { withTransaction, type Pool } from '../../db/pool';
 import { notFound, unknownCursor } from '../../errors';
 import type { Logger } from '../../observability/logger';
 import { inNewTrace } from '../../observability/spans';
-import { InstanceRuns, RunInterrupted } from '../exclusive-runs';
+import { describeFailure, InstanceRuns, RunInterrupted } from '../exclusive-runs';
 import type { AccountProvider } from '../../provider/account-provider';
 import { ProviderError } from '../../provider/provider-error';
 import { applyHealthSignal } from '../../domain/connections/connection-changes';
@@ -31,7 +31,6 @@ import {
 import {
   MAX_REPORTED_DIFFERENCES,
   RECONCILIATION_STALE_AFTER_MS,
-  describeFailure,
   differenceOf,
   mapConcurrently,
   reconciliationRunning,

@@ -90,11 +90,6 @@ export function reconciliationRunning(runId: string | undefined): AppError {
   });
 }
 
-/** A run's failure as an operator reads it: the error's code and detail, never a stack or a token. */
-export function describeFailure(error: unknown): string {
-  return error instanceof AppError ? `${error.code}: ${error.detail}` : 'unexpected error (see the log)';
-}
-
 /**
  * `work` for each item, at most `limit` at once, results in the items' order. A failure stops the
  * workers from taking more, and is thrown once every started item has settled.

@@ -186,7 +186,7 @@ async function start(
   const { connectPlaid } = await import('./bootstrap/plaid-connection.js');
   const { buildDependencies, toAppDependencies } = await import('./dependencies.js');
   const { createApp } = await import('./app.js');
-  const { listen } = await import('./http/server.js');
+  const { listen, listenOn } = await import('./http/server.js');
   const { createMetricsServer } = await import('./http/metrics-server.js');
   const { databaseUrl, ownDatabase, applied } = await openServiceDatabase(config, logger);
   running.ownDatabase = ownDatabase;
@@ -219,10 +219,7 @@ async function start(
       beforeScrape: (waitMs) => databaseGauges.refreshBeforeScrape(waitMs),
     });
     running.metricsServer = metricsServer;
-    await new Promise<void>((resolve, reject) => {
-      metricsServer.once('error', reject);
-      metricsServer.listen(config.metrics.port, config.host, () => resolve());
-    });
+    await listenOn(metricsServer, config.metrics.port, config.host);
     const metricsAddress = metricsServer.address();
     logger.info(
       {

@@ -40,14 +40,19 @@ export async function listen(
     sockets.add(socket);
     socket.once('close', () => sockets.delete(socket));
   });
-  await new Promise<void>((resolve, reject) => {
+  await listenOn(server, options.port, options.host);
+  return server;
+}
+
+/** Resolves once `server` listens, rejects when it cannot; no listener of its own is left behind. */
+export function listenOn(server: Server, port: number, host: string): Promise<void> {
+  return new Promise<void>((resolve, reject) => {
     server.once('error', reject);
-    server.listen(options.port, options.host, () => {
+    server.listen(port, host, () => {
       server.removeListener('error', reject);
       resolve();
     });
   });
-  return server;
 }
 
 /**

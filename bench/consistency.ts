@@ -24,7 +24,17 @@ const BROKEN_INVARIANTS_SQL = `
   UNION ALL
   SELECT 'stored connection whose Item is queued for removal', count(*)::int
     FROM ${CONNECTIONS} c
-   WHERE EXISTS (SELECT 1 FROM outbox o WHERE o.provider_item_id = c.provider_item_id AND o.${ITEM_REMOVAL})`;
+   WHERE EXISTS (SELECT 1 FROM outbox o WHERE o.provider_item_id = c.provider_item_id AND o.${ITEM_REMOVAL})
+  UNION ALL
+  SELECT 'abandoned exchange whose connection is stored', count(*)::int
+    FROM exchanges e
+   WHERE e.state = 'abandoned'
+     AND EXISTS (SELECT 1 FROM ${CONNECTIONS} c WHERE c.provider_item_id = e.provider_item_id)
+  UNION ALL
+  SELECT 'completed exchange pointing nowhere', count(*)::int
+    FROM exchanges e
+   WHERE e.state = 'completed' AND e.connection_id IS NOT NULL
+     AND NOT EXISTS (SELECT 1 FROM ${CONNECTIONS} c WHERE c.id = e.connection_id)`;
 
 const STORED_ITEMS_SQL = `SELECT provider_item_id FROM ${CONNECTIONS}`;
 

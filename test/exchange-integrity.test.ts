@@ -222,11 +222,15 @@ describe('submissions of one public token get one answer', () => {
     const secondHasLooked = new Promise<void>((resolve) => (secondLooked = resolve));
     let firstAnswered!: () => void;
     const firstHasAnswered = new Promise<void>((resolve) => (firstAnswered = resolve));
+    let firstArrived!: () => void;
+    const firstHasArrived = new Promise<void>((resolve) => (firstArrived = resolve));
     let arrivals = 0;
     beforeDuplicateCheck = async () => {
       arrivals += 1;
-      if (arrivals === 1) await secondHasLooked;
-      else {
+      if (arrivals === 1) {
+        firstArrived();
+        await secondHasLooked;
+      } else {
         secondLooked();
         await firstHasAnswered;
       }
@@ -236,7 +240,8 @@ describe('submissions of one public token get one answer', () => {
       firstAnswered();
       return response;
     });
-    await sleep(100);
+    // The second is sent only once the first is held: which one is "first" never depends on timing.
+    await firstHasArrived;
     const second = exchange(service, body).then((response) => response);
     const [firstResponse, secondResponse] = await Promise.all([first, second]);
     beforeDuplicateCheck = undefined;

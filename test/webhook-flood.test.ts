@@ -111,10 +111,13 @@ describe('forged webhooks cannot starve genuine ones', () => {
     const { itemId } = await connect();
     service.emulator.injectFault({ path: '/webhook_verification_key/get', status: 500, count: 100 });
     try {
+      const refusals = [];
       for (let attempt = 0; attempt < 4; attempt += 1) {
         const { raw, signature } = forgedFor(itemId);
-        await postFrom(server, '127.0.0.4', raw, signature);
+        refusals.push((await postFrom(server, '127.0.0.4', raw, signature)).status);
       }
+      // The forged webhooks did make the service ask Plaid for keys, and each failed look-up was a 503.
+      const keyLookups = service.emulator.calls('/webhook_verification_key/get');
       service.emulator.clearCalls();
 
       const link = await createLinkToken(service, {
@@ -122,6 +125,8 @@ describe('forged webhooks cannot starve genuine ones', () => {
         app_name: 'Budget App',
       });
 
+      expect(keyLookups.length).toBeGreaterThan(0);
+      expect(refusals).toEqual([503, 503, 503, 503]);
       expect(link.status).toBe(200);
       expect(service.emulator.calls('/link/token/create')).toHaveLength(1);
     } finally {

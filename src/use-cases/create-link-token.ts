@@ -1,12 +1,9 @@
 import type { Pool } from '../db/pool';
 import { StatementBatcher } from '../db/statement-batcher';
 import { callProvider } from '../domain/connections/provider-calls';
-import { findConnection } from '../repository/connections-repository';
 import { recordEvents, type EventRecord } from '../repository/events-repository';
 import {
-  accessTokenOf,
-  noSuchConnection,
-  userConnectionKey,
+  findUserConnection,
   type ConnectionReference,
   type UseCaseDependencies,
 } from './use-case-dependencies';
@@ -45,15 +42,12 @@ export class LinkTokens {
     await perUserLimits.consume('link_token', input.subscriptionUserId);
     let updated: { institutionId: string; accessToken: string } | undefined;
     if (input.connection !== undefined) {
-      const connection = await findConnection(
-        pool,
-        userConnectionKey(this.deps, input.subscriptionUserId, input.connection),
+      const { connection, accessToken } = await findUserConnection(
+        this.deps,
+        input.subscriptionUserId,
+        input.connection,
       );
-      if (!connection) throw noSuchConnection(input.connection);
-      updated = {
-        institutionId: connection.institutionId,
-        accessToken: accessTokenOf(this.deps, connection, input.connection),
-      };
+      updated = { institutionId: connection.institutionId, accessToken };
     }
     const token = await callProvider(pool, 'link/token/create', input, () =>
       provider.createLinkToken({

@@ -1,10 +1,7 @@
 import { refreshStoredConnection } from '../domain/connections/connection-refresh';
 import type { ConnectedAccount } from '../domain/connections/connection';
-import { findConnection } from '../repository/connections-repository';
 import {
-  accessTokenOf,
-  noSuchConnection,
-  userConnectionKey,
+  findUserConnection,
   type ConnectionReference,
   type UseCaseDependencies,
 } from './use-case-dependencies';
@@ -22,15 +19,11 @@ export class ConnectionRefresh {
   }): Promise<ConnectedAccount[]> {
     // Refreshing asks Plaid twice, as an exchange does: it counts against the same per-user limit.
     await this.deps.perUserLimits.consume('exchange', input.subscriptionUserId);
-    const connection = await findConnection(
-      this.deps.pool,
-      userConnectionKey(this.deps, input.subscriptionUserId, input.connection),
-    );
-    if (!connection) throw noSuchConnection(input.connection);
-    return refreshStoredConnection(
+    const { connection, accessToken } = await findUserConnection(
       this.deps,
-      connection,
-      accessTokenOf(this.deps, connection, input.connection),
+      input.subscriptionUserId,
+      input.connection,
     );
+    return refreshStoredConnection(this.deps, connection, accessToken);
   }
 }

@@ -6,7 +6,11 @@ import { notFound, type AppError } from '../errors';
 import type { Logger } from '../observability/logger';
 import type { ServiceMetrics } from '../observability/metrics';
 import type { AccountProvider } from '../provider/account-provider';
-import type { ConnectionKey, ConnectionRecord } from '../repository/connections-repository';
+import {
+  findConnection,
+  type ConnectionKey,
+  type ConnectionRecord,
+} from '../repository/connections-repository';
 
 /** Seams for tests that must stop at an exact point: a database outage, a race window. */
 export interface UseCaseHooks {
@@ -87,8 +91,22 @@ export function noSuchConnection(reference: ConnectionReference): AppError {
   return notFound(`No connection with this ${named} exists for this user.`);
 }
 
+/**
+ * The user's connection the website named (by item_id or access token) and the Item's access token;
+ * the one 404 of noSuchConnection when the user has no such connection.
+ */
+export async function findUserConnection(
+  deps: Pick<UseCaseDependencies, 'pool' | 'vault'>,
+  subscriptionUserId: string,
+  reference: ConnectionReference,
+): Promise<{ connection: ConnectionRecord; accessToken: string }> {
+  const connection = await findConnection(deps.pool, userConnectionKey(deps, subscriptionUserId, reference));
+  if (!connection) throw noSuchConnection(reference);
+  return { connection, accessToken: accessTokenOf(deps, connection, reference) };
+}
+
 /** The Item's access token: the one the website sent, or else the connection's own, decrypted. */
-export function accessTokenOf(
+function accessTokenOf(
   deps: Pick<UseCaseDependencies, 'vault'>,
   connection: Pick<ConnectionRecord, 'accessTokenCiphertext' | 'itemId'>,
   reference: ConnectionReference,

@@ -1,5 +1,6 @@
 import { AppError } from '../errors';
 import type { Logger } from '../observability/logger';
+import { InFlightWork } from './in-flight-work';
 
 /** How often a run says it is alive; a run silent for much longer is failed by the next one that looks. */
 export const RUN_HEARTBEAT_INTERVAL_MS = 15_000;
@@ -24,7 +25,7 @@ export function describeFailure(error: unknown): string {
  * token re-encryption): tracked so that shutdown can stop them and wait for them, each heart-beating.
  */
 export class InstanceRuns {
-  private readonly active = new Set<Promise<unknown>>();
+  private readonly active = new InFlightWork();
   private stopReason: string | undefined;
 
   /** `job` names the job in errors and log lines ("reconciliation"). */
@@ -38,16 +39,11 @@ export class InstanceRuns {
   /** Ends this instance's runs (each records `reason` as it stops) and waits for them. */
   async stop(reason: string): Promise<void> {
     this.stopReason ??= reason;
-    while (this.active.size > 0) await Promise.all(this.active);
+    await this.active.drain();
   }
 
   track<T>(work: Promise<T>): Promise<T> {
-    this.active.add(work);
-    void work.then(
-      () => this.active.delete(work),
-      () => this.active.delete(work),
-    );
-    return work;
+    return this.active.run(() => work);
   }
 
   /**

@@ -23,7 +23,7 @@ import {
   type ExchangeInput,
   type LinkMetadata,
 } from './exchange-outcomes';
-import { InFlightWork } from './in-flight-work';
+import { InFlightWork } from '../in-flight-work';
 
 export type { ExchangeInput, LinkMetadata };
 

@@ -1,6 +1,6 @@
 /**
- * Work that must not be cut off halfway (a provider call that creates a billed Item, and the writes
- * that record it): shutdown waits for it before the database pool closes.
+ * Work that must not be cut off halfway (an exchange's provider call that creates a billed Item and the
+ * writes that record it; a one-at-a-time run): shutdown waits for it before the database pool closes.
  */
 export class InFlightWork {
   private readonly running = new Set<Promise<unknown>>();
@@ -14,10 +14,6 @@ export class InFlightWork {
     this.running.add(settled);
     void settled.then(() => this.running.delete(settled));
     return promise;
-  }
-
-  get size(): number {
-    return this.running.size;
   }
 
   async drain(): Promise<void> {

@@ -188,18 +188,6 @@ export async function reviveDeadRemovals(db: Queryable, ids?: string[]): Promise
   return rows;
 }
 
-/** Rows still pending and dead, of one kind, for the admin figures. */
-export async function countUnfinishedRows(
-  db: Queryable,
-  kind: OutboxKind,
-): Promise<{ state: string; count: number }[]> {
-  const { rows } = await db.query<{ state: string; count: number }>(
-    `SELECT state, count(*)::int AS count FROM outbox WHERE kind = $1 AND state <> 'done' GROUP BY state`,
-    [kind],
-  );
-  return rows;
-}
-
 /** Notifications delivered in the 24 hours before `now`, for the admin figures. */
 export async function countRecentlyDeliveredNotifications(db: Queryable, now: Date): Promise<number> {
   const { rows } = await db.query<{ count: number }>(

@@ -1,6 +1,7 @@
 import { withReadOnlySnapshot, type Pool } from '../db/pool';
 import { countRecentEvents } from '../repository/events-repository';
-import { countRecentlyDeliveredNotifications, countUnfinishedRows } from '../repository/outbox-repository';
+import { countRecentlyDeliveredNotifications } from '../repository/outbox-repository';
+import { readServiceFigures } from '../repository/service-figures-repository';
 import { countTokensByKey } from '../repository/stored-tokens-repository';
 import { readTalliedFigures } from '../repository/stats-tallies-repository';
 import { CONNECTION_STATUSES, type ConnectionStatus } from '../vocabulary/connection-statuses';
@@ -22,8 +23,8 @@ export class AdminStats {
     const rows = await withReadOnlySnapshot(this.deps.pool, async (db) => ({
       tallied: await readTalliedFigures(db, topInstitutions),
       activity: await countRecentEvents(db, now),
-      removals: await countUnfinishedRows(db, 'provider_item_remove'),
-      notifications: await countUnfinishedRows(db, 'website_notification'),
+      // The outbox's backlog, as the metrics read it.
+      backlog: await readServiceFigures(db),
       deliveredNotifications: await countRecentlyDeliveredNotifications(db, now),
       tokensByKey: await countTokensByKey(db),
     }));
@@ -74,12 +75,12 @@ export class AdminStats {
         ]),
       ) as Record<ConnectionStatus, number>,
       provider_removals: {
-        pending: rows.removals.find((row) => row.state === 'pending')?.count ?? 0,
-        dead: rows.removals.find((row) => row.state === 'dead')?.count ?? 0,
+        pending: rows.backlog.removals.pending,
+        dead: rows.backlog.removals.dead,
       },
       notifications: {
-        pending: rows.notifications.find((row) => row.state === 'pending')?.count ?? 0,
-        failed: rows.notifications.find((row) => row.state === 'dead')?.count ?? 0,
+        pending: rows.backlog.notifications.pending,
+        failed: rows.backlog.notifications.dead,
         delivered_last_24h: rows.deliveredNotifications,
       },
       tokens_by_key: rows.tokensByKey,

@@ -35,6 +35,7 @@ const toOperation = oneOf(PLAID_OPERATIONS);
 const toCaller = oneOf(PLAID_CALLERS);
 const toWebhookType = oneOf(PLAID_WEBHOOK_TYPES);
 const toWebhookCode = oneOf(PLAID_WEBHOOK_CODES);
+const toPlaidOutcome = oneOf(['ok', ...PROVIDER_FAILURE_KINDS]);
 const toStatusCode = (status: number) =>
   Number.isInteger(status) && status >= 100 && status <= 599 ? String(status) : OTHER;
 
@@ -272,7 +273,7 @@ export class ServiceMetrics {
       {
         operation,
         caller: toCaller(attempt.caller),
-        outcome: oneOf(['ok', ...PROVIDER_FAILURE_KINDS])(attempt.outcome),
+        outcome: toPlaidOutcome(attempt.outcome),
       },
       attempt.seconds,
     );

@@ -124,10 +124,10 @@ export function createWebhookVerifier(options: WebhookVerifierOptions): WebhookV
       if (header === undefined || header.trim() === '') {
         return refuse('missing_header', 'The Plaid-Verification header is missing');
       }
-      const token = header.trim();
-      if (token.length > MAX_HEADER_LENGTH || !COMPACT_JWS.test(token)) {
+      if (!isWellFormedVerificationHeader(header)) {
         return refuse('malformed', 'The Plaid-Verification header is not a compact JWT');
       }
+      const token = header.trim();
 
       // Read, not trusted: it only picks the algorithm we insist on and the key to ask Plaid for.
       let protectedHeader: ReturnType<typeof decodeProtectedHeader>;

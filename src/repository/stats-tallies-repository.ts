@@ -8,7 +8,7 @@ import type { Queryable } from './queryable';
  */
 export interface TalliedFigures {
   totals: { users: number; connections: number; accounts: number };
-  /** Most accounts first, then by app name. */
+  /** Most accounts first, then by app name; at most the entry limit asked for. */
   byApp: { app_name: string; users: number; connections: number; accounts: number }[];
   /** Most connections first, then most accounts, then by institution id; at most the limit asked for. */
   topInstitutions: {
@@ -19,7 +19,7 @@ export interface TalliedFigures {
   }[];
   /** Statuses that have connections. */
   byStatus: { status: ConnectionStatus; connections: number }[];
-  /** Most accounts first, then by type and subtype. */
+  /** Most accounts first, then by type and subtype; at most the entry limit asked for. */
   byAccountType: { type: string; subtype: string | null; accounts: number }[];
 }
 
@@ -30,7 +30,7 @@ export interface TalliedFigures {
  */
 export async function readTalliedFigures(
   db: Queryable,
-  topInstitutionLimit: number,
+  limits: { topInstitutions: number; entries: number },
 ): Promise<TalliedFigures> {
   const { rows } = await db.query<{
     totals: TalliedFigures['totals'] | null;
@@ -52,7 +52,8 @@ export async function readTalliedFigures(
                FROM figure WHERE dimension = 'all') AS totals,
             (SELECT coalesce(json_agg(a ORDER BY a.accounts DESC, a.app_name), '[]')
                FROM (SELECT key ->> 0 AS app_name, users, connections, accounts
-                       FROM figure WHERE dimension = 'app' AND connections > 0) a) AS by_app,
+                       FROM figure WHERE dimension = 'app' AND connections > 0
+                      ORDER BY accounts DESC, app_name LIMIT $2) a) AS by_app,
             (SELECT coalesce(json_agg(i ORDER BY i.connections DESC, i.accounts DESC, i.institution_id), '[]')
                FROM (SELECT * FROM institution
                       ORDER BY connections DESC, accounts DESC, institution_id LIMIT $1) i) AS top_institutions,
@@ -60,8 +61,9 @@ export async function readTalliedFigures(
                FROM figure WHERE dimension = 'status' AND connections > 0) AS by_status,
             (SELECT coalesce(json_agg(t ORDER BY t.accounts DESC, t.type, t.subtype), '[]')
                FROM (SELECT key ->> 0 AS type, key ->> 1 AS subtype, accounts
-                       FROM figure WHERE dimension = 'account_type' AND accounts > 0) t) AS by_account_type`,
-    [topInstitutionLimit],
+                       FROM figure WHERE dimension = 'account_type' AND accounts > 0
+                      ORDER BY accounts DESC, type, subtype LIMIT $2) t) AS by_account_type`,
+    [limits.topInstitutions, limits.entries],
   );
   const row = rows[0]!;
   return {

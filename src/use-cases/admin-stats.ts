@@ -6,6 +6,7 @@ import { countTokensByKey } from '../repository/stored-tokens-repository';
 import { readTalliedFigures } from '../repository/stats-tallies-repository';
 import { CONNECTION_STATUSES, type ConnectionStatus } from '../vocabulary/connection-statuses';
 import { EVENT_KINDS } from '../vocabulary/event-kinds';
+import { MAX_STATS_ENTRIES } from '../vocabulary/field-limits';
 
 const WINDOWS = { last_24h: 24 * 3600e3, last_7d: 7 * 24 * 3600e3, last_30d: 30 * 24 * 3600e3 } as const;
 
@@ -21,7 +22,7 @@ export class AdminStats {
    */
   async stats(now: Date, topInstitutions = 10) {
     const rows = await withReadOnlySnapshot(this.deps.pool, async (db) => ({
-      tallied: await readTalliedFigures(db, topInstitutions),
+      tallied: await readTalliedFigures(db, { topInstitutions, entries: MAX_STATS_ENTRIES }),
       activity: await countRecentEvents(db, now),
       // The outbox's backlog, as the metrics read it.
       backlog: await readServiceFigures(db),

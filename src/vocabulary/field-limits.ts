@@ -10,3 +10,5 @@ export const MAX_TYPE_LENGTH = 64;
 export const MAX_TIMESTAMP_LENGTH = 32;
 /** Plaid's error codes and reasons. */
 export const MAX_CODE_LENGTH = 128;
+/** The most entries a stats list carries; each is ordered by accounts, largest first. */
+export const MAX_STATS_ENTRIES = 1_000;

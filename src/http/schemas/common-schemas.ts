@@ -8,6 +8,7 @@ import {
   MAX_ID_LENGTH,
   MAX_MASK_LENGTH,
   MAX_NAME_LENGTH,
+  MAX_STATS_ENTRIES,
   MAX_TIMESTAMP_LENGTH,
   MAX_TYPE_LENGTH,
 } from '../../vocabulary/field-limits';
@@ -22,13 +23,12 @@ export {
   MAX_ID_LENGTH,
   MAX_MASK_LENGTH,
   MAX_NAME_LENGTH,
+  MAX_STATS_ENTRIES,
   MAX_TIMESTAMP_LENGTH,
   MAX_TYPE_LENGTH,
 };
 /** Counts come from `count(*)::int`: at most a 32-bit integer. */
 const MAX_INT32 = 2_147_483_647;
-/** The most entries a stats list carries; each is ordered by accounts, largest first. */
-export const MAX_STATS_ENTRIES = 1_000;
 /** The longest access or public token the patterns below accept: "access-production-" and 128. */
 const MAX_TOKEN_LENGTH = 146;
 

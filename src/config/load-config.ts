@@ -236,17 +236,23 @@ export function loadConfig(
   const problems: string[] = [];
   const dataDir = path.resolve(env.DATA_DIR);
   const localSecrets: Config['localSecrets'] = [];
+  /** Outside production, a secret left unset is generated into DATA_DIR (or read from there), and listed. */
+  const localSecret = (kind: LocalSecretKind): { value: string; file: string } | undefined => {
+    if (production || !options.localSecrets) return undefined;
+    const local = options.localSecrets(dataDir, kind);
+    localSecrets.push({ kind, file: local.file, created: local.created });
+    return local;
+  };
   const requiredMessage = production ? 'is required when NODE_ENV=production' : 'is required';
 
   function secretList(name: 'INTERNAL_SECRET' | 'ADMIN_SECRET', kind: LocalSecretKind): string[] {
     const values = env[name] ?? [];
     if (values.length === 0) {
-      if (production || !options.localSecrets) {
+      const local = localSecret(kind);
+      if (!local) {
         problems.push(`${name}: ${requiredMessage}`);
         return [];
       }
-      const local = options.localSecrets(dataDir, kind);
-      localSecrets.push({ kind, file: local.file, created: local.created });
       return [local.value];
     }
     if (production) {
@@ -285,12 +291,11 @@ export function loadConfig(
         return [bytes];
       });
     }
-    if (production || !options.localSecrets) {
+    const local = localSecret(kind);
+    if (!local) {
       problems.push(`${name}: ${requiredMessage}`);
       return [];
     }
-    const local = options.localSecrets(dataDir, kind);
-    localSecrets.push({ kind, file: local.file, created: local.created });
     const bytes = decodeKey(local.value);
     if (!bytes) {
       problems.push(
@@ -313,10 +318,7 @@ export function loadConfig(
   if (shared.length > 0) problems.push('ADMIN_SECRET: must not reuse a value of INTERNAL_SECRET');
 
   const shutdownGraceMs = env.SHUTDOWN_GRACE_MS ?? (production ? 5_000 : 0);
-  const websiteNotifications = websiteNotificationsOf(env, production, dataDir, options.localSecrets, {
-    problems,
-    localSecrets,
-  });
+  const websiteNotifications = websiteNotificationsOf(env, production, localSecret, problems);
   const trustProxy = parseTrustProxy(env.TRUST_PROXY);
   if (production) {
     if (!env.DATABASE_URL) problems.push('DATABASE_URL: is required when NODE_ENV=production');
@@ -446,27 +448,25 @@ function websiteNotificationsOf(
     WEBSITE_WEBHOOK_RETRY_SCHEDULE_SECONDS: string[];
   },
   production: boolean,
-  dataDir: string,
-  localSecretSource: LocalSecretSource | undefined,
-  found: { problems: string[]; localSecrets: Config['localSecrets'] },
+  localSecret: (kind: LocalSecretKind) => { value: string } | undefined,
+  problems: string[],
 ): Config['websiteNotifications'] {
   const url = env.WEBSITE_WEBHOOK_URL;
   const schedule = env.WEBSITE_WEBHOOK_RETRY_SCHEDULE_SECONDS.map(Number);
   if (schedule.length === 0 || schedule.some((seconds) => !Number.isInteger(seconds) || seconds < 0)) {
-    found.problems.push(
+    problems.push(
       'WEBSITE_WEBHOOK_RETRY_SCHEDULE_SECONDS: must be whole numbers of seconds, comma-separated',
     );
   }
   let written = env.WEBSITE_WEBHOOK_SECRET ?? [];
-  if (url && written.length === 0 && !production && localSecretSource) {
-    const local = localSecretSource(dataDir, 'website-webhook-secret');
-    found.localSecrets.push({ kind: 'website-webhook-secret', file: local.file, created: local.created });
-    written = [local.value];
+  if (url && written.length === 0) {
+    const local = localSecret('website-webhook-secret');
+    if (local) written = [local.value];
   }
   const secrets = written.flatMap((secret, index) => {
     const key = decodeWebhookSecret(secret);
     if (!key) {
-      found.problems.push(
+      problems.push(
         `WEBSITE_WEBHOOK_SECRET${entryName(index, written.length)}: must be whsec_ and the base64 of at least ` +
           `${MIN_SECRET_BYTES} random bytes (generate one with: echo whsec_$(openssl rand -base64 32))`,
       );
@@ -476,17 +476,15 @@ function websiteNotificationsOf(
   });
   if (production && url) {
     if (new URL(url).protocol !== 'https:') {
-      found.problems.push(
+      problems.push(
         'WEBSITE_WEBHOOK_URL: must start with https:// when NODE_ENV=production (notifications name users)',
       );
     }
     if (written.length === 0)
-      found.problems.push(
-        'WEBSITE_WEBHOOK_SECRET: is required with WEBSITE_WEBHOOK_URL when NODE_ENV=production',
-      );
+      problems.push('WEBSITE_WEBHOOK_SECRET: is required with WEBSITE_WEBHOOK_URL when NODE_ENV=production');
   }
-  if (url && written.length === 0 && !production && !localSecretSource) {
-    found.problems.push('WEBSITE_WEBHOOK_SECRET: is required with WEBSITE_WEBHOOK_URL');
+  if (url && written.length === 0 && !production) {
+    problems.push('WEBSITE_WEBHOOK_SECRET: is required with WEBSITE_WEBHOOK_URL');
   }
   return { url, secrets, retryScheduleSeconds: schedule };
 }

@@ -9,7 +9,7 @@ export interface DatabaseGaugesOptions {
   logger: Logger;
   /** The figures are read again only when older than this: at most one query per interval. */
   refreshAfterMs?: number;
-  /** A read that takes longer counts as failed (it may still land, and then updates the gauges). */
+  /** A read that takes longer counts as failed; its late answer is dropped, and the next refresh reads again. */
   readTimeoutMs?: number;
 }
 

@@ -58,6 +58,12 @@ export const ERROR_REGISTRY = {
     title: 'Exchange failed',
     description: 'An earlier exchange of this public token failed; start Link again.',
   },
+  USER_REMOVED: {
+    status: 409,
+    title: 'User removed during the exchange',
+    description:
+      'The user was removed (`/remove-user`) while this public token was being exchanged: no connection was kept and its Item is being removed at Plaid. Do not retry; once the user subscribes again, start Link again.',
+  },
   ITEM_LOGIN_REQUIRED: {
     status: 409,
     title: 'The connection needs the user to log in again',

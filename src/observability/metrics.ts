@@ -46,7 +46,7 @@ const PLAID_ERROR_CODE = /^[A-Z][A-Z0-9_]{0,63}$/;
 export type PlaidAttemptOutcome = 'ok' | ProviderFailureKind;
 export type WebhookOutcomeLabel =
   'applied' | 'duplicate' | 'stale' | 'ignored' | 'unknown_item' | 'unverified';
-const EXCHANGE_OUTCOMES = ['completed', 'replayed', 'duplicate_refused', 'failed'] as const;
+const EXCHANGE_OUTCOMES = ['completed', 'replayed', 'duplicate_refused', 'user_removed', 'failed'] as const;
 export type ExchangeOutcomeLabel = (typeof EXCHANGE_OUTCOMES)[number];
 /** `public_route`: the per-address limit of the public route (Plaid's webhooks). */
 const RATE_LIMIT_LABELS = ['per_user', 'service_wide', 'admin', 'public_route'] as const;

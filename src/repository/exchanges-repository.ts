@@ -182,13 +182,51 @@ export async function claimUnseenExchange(
   };
 }
 
-/** Gives a claim back when the provider made nothing; only its holder can, and only before the exchange. */
-export async function releaseExchangeClaim(db: Queryable, claim: ExchangeClaim): Promise<boolean> {
-  const { rowCount } = await db.query(
-    `DELETE FROM exchanges WHERE public_token_fingerprint = $1 AND state = 'claimed' AND claim_id = $2`,
+/**
+ * Gives a claim back when the provider made nothing; only its holder can, and only before the exchange.
+ * `released`: the row is gone, and a retry of the public token claims it afresh. `user_removed`: a removal
+ * of the user fenced this exchange, so it is abandoned instead (`USER_REMOVED`), and a replay answers that.
+ * `lost`: the claim was no longer this request's.
+ */
+export async function releaseExchangeClaim(
+  db: Queryable,
+  claim: ExchangeClaim,
+): Promise<'released' | 'user_removed' | 'lost'> {
+  const deleted = await db.query(
+    `DELETE FROM exchanges
+      WHERE public_token_fingerprint = $1 AND state = 'claimed' AND claim_id = $2 AND user_removed_at IS NULL`,
     [claim.fingerprint, claim.claimId],
   );
-  return rowCount === 1;
+  if (deleted.rowCount === 1) return 'released';
+  // A statement of its own, so that it reads a fence that committed while the delete waited for the row.
+  const abandoned = await db.query(
+    `UPDATE exchanges SET state = 'abandoned', failure_code = 'USER_REMOVED', updated_at = now()
+      WHERE public_token_fingerprint = $1 AND state = 'claimed' AND claim_id = $2
+        AND user_removed_at IS NOT NULL`,
+    [claim.fingerprint, claim.claimId],
+  );
+  return abandoned.rowCount === 1 ? 'user_removed' : 'lost';
+}
+
+/**
+ * The fence of a user's removal, inside its transaction: marks the user's exchanges under way ('claimed'
+ * or 'exchanged', not yet fenced), locked in key order so that two removals of one user wait for each
+ * other instead of deadlocking. An exchange storing its connection at this moment holds its row: the fence
+ * waits for that commit, then finds it 'completed' and leaves it (its connection is the removal's to
+ * remove). `updated_at` is left alone: it is the holder's sign of life, which the take-over and the sweeper
+ * read. How many it fenced.
+ */
+export async function fenceExchangesOfUser(db: Queryable, subscriptionUserId: string): Promise<number> {
+  const { rowCount } = await db.query(
+    `UPDATE exchanges SET user_removed_at = now()
+      WHERE public_token_fingerprint IN (
+        SELECT public_token_fingerprint FROM exchanges
+         WHERE subscription_user_id = $1 AND state IN ('claimed', 'exchanged') AND user_removed_at IS NULL
+         ORDER BY public_token_fingerprint FOR UPDATE)
+        AND state IN ('claimed', 'exchanged') AND user_removed_at IS NULL`,
+    [subscriptionUserId],
+  );
+  return rowCount ?? 0;
 }
 
 /** The stored connection that already holds an Item, when the provider answered with an Item we know. */
@@ -277,9 +315,15 @@ export async function finishExchange(
   return rowCount === 1;
 }
 
-/** What storing an exchanged connection came to; nothing is written unless `stored`. */
+/** What storing an exchanged connection came to; nothing is written unless `stored` (or `user_removed`). */
 export type StoreOutcome =
   | { stored: true; connectionId: string }
+  /**
+   * A removal of the user fenced this exchange: no connection; the exchange is abandoned (`USER_REMOVED`)
+   * and, unless a removal of the Item is already pending or a connection holds it, its removal queued
+   * (`outboxId`), all in this statement.
+   */
+  | { stored: false; reason: 'user_removed'; outboxId: string | undefined }
   /** A removal of the Item is pending (its connection was removed, or its exchange abandoned). */
   | { stored: false; reason: 'item_removal_pending' }
   /** The row is no longer this claim's exchanged row: a sweeper abandoned it meanwhile. */
@@ -287,11 +331,12 @@ export type StoreOutcome =
 
 /**
  * The end of an exchange, in one statement and so one transaction of its own (one round trip): the
- * connection, its accounts, the exchange completed with it, and its event; or nothing at all. The
- * Item's lock is taken first (lock_item_and_check_removal_pending, whose own query reads what committed
- * before the lock was granted), so this serializes with queueing the Item's removal exactly as a
- * transaction taking lockItem first would. The unique violations of a duplicate login or an Item
- * already held are thrown as they are.
+ * connection, its accounts, the exchange completed with it, and its event; or, for an exchange a removal
+ * of its user fenced, the exchange abandoned and its Item's removal queued; or nothing at all. The
+ * exchange's row and then the Item's lock are taken first (lock_exchange_for_store, whose own queries read
+ * what committed before each lock was granted), so this serializes with the fence of a user's removal on
+ * the row, and with queueing the Item's removal exactly as a transaction taking lockItem first would. The
+ * unique violations of a duplicate login or an Item already held are thrown as they are.
  */
 export async function storeExchangedConnection(
   db: Queryable,
@@ -300,11 +345,16 @@ export async function storeExchangedConnection(
   accounts: readonly BankAccount[],
   event: Pick<EventRecord, 'detail'>,
 ): Promise<StoreOutcome> {
-  const { rows } = await db.query<{ removal_pending: boolean; connection_id: string | null }>({
+  const { rows } = await db.query<{
+    user_removed: boolean;
+    removal_pending: boolean;
+    connection_id: string | null;
+    outbox_id: string | null;
+  }>({
     // Prepared once per connection where prepared statements are on: one runs for every exchange.
     name: 'store-exchanged-connection',
-    text: `WITH removal AS MATERIALIZED (
-       SELECT lock_item_and_check_removal_pending($5) AS pending
+    text: `WITH locked AS MATERIALIZED (
+       SELECT user_removed, removal_pending, item_stored FROM lock_exchange_for_store($1, $2, $5)
      ), new_connection_id AS MATERIALIZED (
        SELECT nextval(pg_get_serial_sequence('connections', 'id')) AS id
      ), finished AS (
@@ -312,8 +362,20 @@ export async function storeExchangedConnection(
           SET state = 'completed', connection_id = (SELECT id FROM new_connection_id), failure_code = NULL,
               access_token_ciphertext = NULL, updated_at = now()
         WHERE public_token_fingerprint = $1 AND claim_id = $2 AND state = 'exchanged'
-          AND NOT (SELECT pending FROM removal)
+          AND NOT (SELECT removal_pending OR user_removed FROM locked)
        RETURNING connection_id
+     ), refused AS (
+       UPDATE exchanges
+          SET state = 'abandoned', failure_code = 'USER_REMOVED', access_token_ciphertext = NULL,
+              updated_at = now()
+        WHERE public_token_fingerprint = $1 AND claim_id = $2 AND state = 'exchanged'
+          AND (SELECT user_removed FROM locked)
+       RETURNING 1
+     ), queued AS (
+       INSERT INTO outbox (kind, reason, provider_item_id, access_token_ciphertext, subscription_user_id)
+       SELECT 'provider_item_remove', 'user_removed', $5, $8, $3 FROM refused, locked
+        WHERE NOT locked.removal_pending AND NOT locked.item_stored
+       RETURNING id
      ), new_connection AS (
        INSERT INTO connections (id, subscription_user_id, app_name, provider_item_id, institution_id,
                                 institution_name, access_token_ciphertext, access_token_fingerprint,
@@ -330,7 +392,9 @@ export async function storeExchangedConnection(
        INSERT INTO events (kind, subscription_user_id, app_name, institution_id, detail)
        SELECT 'exchange_completed', $3, $4, $6, $17::jsonb FROM new_connection
      )
-     SELECT (SELECT pending FROM removal) AS removal_pending, (SELECT id FROM new_connection) AS connection_id`,
+     SELECT locked.user_removed AND EXISTS (SELECT FROM refused) AS user_removed, locked.removal_pending,
+            (SELECT id FROM new_connection) AS connection_id, (SELECT id FROM queued) AS outbox_id
+       FROM locked`,
     values: [
       claim.fingerprint,
       claim.claimId,
@@ -347,6 +411,12 @@ export async function storeExchangedConnection(
     ],
   });
   const row = rows[0]!;
+  if (row.user_removed)
+    return {
+      stored: false,
+      reason: 'user_removed',
+      outboxId: row.outbox_id === null ? undefined : String(row.outbox_id),
+    };
   if (row.removal_pending) return { stored: false, reason: 'item_removal_pending' };
   if (row.connection_id === null) return { stored: false, reason: 'claim_lost' };
   return { stored: true, connectionId: String(row.connection_id) };
@@ -359,17 +429,19 @@ export async function storeExchangedConnection(
 export async function enqueueAbandonedExchanges(db: Queryable, olderThanSeconds: number): Promise<number> {
   const { rowCount } = await db.query(
     `WITH abandoned AS (
-       UPDATE exchanges e SET state = 'abandoned', failure_code = 'EXCHANGE_FAILED', access_token_ciphertext = NULL,
-                              updated_at = now()
-         FROM (SELECT public_token_fingerprint, provider_item_id, access_token_ciphertext, subscription_user_id
+       UPDATE exchanges e
+          SET state = 'abandoned', access_token_ciphertext = NULL, updated_at = now(),
+              failure_code = CASE WHEN old.user_removed THEN 'USER_REMOVED' ELSE 'EXCHANGE_FAILED' END
+         FROM (SELECT public_token_fingerprint, provider_item_id, access_token_ciphertext, subscription_user_id,
+                      user_removed_at IS NOT NULL AS user_removed
                  FROM exchanges
                 WHERE state = 'exchanged' AND updated_at < now() - make_interval(secs => $1)
                 FOR UPDATE SKIP LOCKED) old
         WHERE e.public_token_fingerprint = old.public_token_fingerprint
-        RETURNING old.provider_item_id, old.access_token_ciphertext, old.subscription_user_id)
+        RETURNING old.provider_item_id, old.access_token_ciphertext, old.subscription_user_id, old.user_removed)
      INSERT INTO outbox (kind, reason, provider_item_id, access_token_ciphertext, subscription_user_id)
-     SELECT 'provider_item_remove', 'exchange_abandoned', provider_item_id, access_token_ciphertext,
-            subscription_user_id
+     SELECT 'provider_item_remove', CASE WHEN user_removed THEN 'user_removed' ELSE 'exchange_abandoned' END,
+            provider_item_id, access_token_ciphertext, subscription_user_id
        FROM abandoned
       -- An update-mode public token names an Item a connection already holds: that Item stays.
       WHERE NOT EXISTS (SELECT 1 FROM connections c WHERE c.provider_item_id = abandoned.provider_item_id)`,

@@ -3,6 +3,7 @@ import { removeAccountOfConnection, removeWholeConnection } from '../domain/conn
 import { notFound } from '../errors';
 import { findAccountOwner } from '../repository/accounts-repository';
 import { lockConnection, lockConnectionsOfUser } from '../repository/connections-repository';
+import { fenceExchangesOfUser } from '../repository/exchanges-repository';
 import {
   deliverRemoval,
   noSuchConnection,
@@ -75,6 +76,14 @@ export class ConnectionRemovals {
    * says `user_removed`), `USER_REMOVAL_BATCH_SIZE` connections per transaction. A failure half-way
    * leaves the committed batches removed (their Items queued at the provider) and the rest untouched;
    * the error is the answer, and a retry removes what is left. A user with nothing left gets zeros.
+   *
+   * Exchanges of the user under way are fenced first in every transaction, the last one (which finds
+   * nothing left to remove) included. A fenced exchange stores no connection, however it ends: where it
+   * would store it (or give its claim back, when Plaid's exchange failed) it is abandoned as USER_REMOVED
+   * and its Item's removal queued, and a replay answers that. One that stored its connection before the
+   * fence reached its row has that connection removed by the batch that follows. So no connection of an
+   * exchange claimed before this answer's last transaction survives it; one claimed after is a new
+   * subscription.
    */
   async removeUser(input: {
     subscriptionUserId: string;
@@ -86,6 +95,7 @@ export class ConnectionRemovals {
     let leftToWorker = false;
     for (;;) {
       const { outboxIds, accounts } = await withTransaction(this.deps.pool, async (client) => {
+        await fenceExchangesOfUser(client, input.subscriptionUserId);
         await this.deps.hooks?.beforeUserRemovalBatch?.();
         const batch = await lockConnectionsOfUser(
           client,

@@ -21,7 +21,10 @@ export interface UseCaseHooks {
   afterTokenKept?: () => Promise<void>;
   afterConnectionStored?: () => Promise<void>;
   afterAccountDeleted?: () => Promise<void>;
-  /** Inside each transaction of `/remove-user`, before it locks its batch of the user's connections. */
+  /**
+   * Inside each transaction of `/remove-user`, once it fenced the user's exchanges under way and before it
+   * locks its batch of the user's connections.
+   */
   beforeUserRemovalBatch?: () => Promise<void>;
   /** After a token re-encryption batch was written and its progress saved. */
   afterReencryptionBatch?: () => Promise<void>;

@@ -31,7 +31,9 @@ export const exchangePublicToken = defineEndpoint({
     'that the token was exchanged for another user or its connection was removed since; ' +
     '`409 EXCHANGE_IN_PROGRESS`, that another request with this token is still running (retry); ' +
     '`409 EXCHANGE_FAILED`, that an earlier exchange of this token failed and its Item was discarded ' +
-    '(start Link again).',
+    '(start Link again); `409 USER_REMOVED`, that `/remove-user` removed this user while the token was ' +
+    'being exchanged: no connection was kept and its Item is being removed at Plaid (a replay answers ' +
+    'the same; do not retry).',
   body: {
     schema: exchangePublicTokenBody,
     required: true,
@@ -74,6 +76,7 @@ export const exchangePublicToken = defineEndpoint({
     'DUPLICATE_INSTITUTION',
     'EXCHANGE_IN_PROGRESS',
     'EXCHANGE_FAILED',
+    'USER_REMOVED',
     'ITEM_LOGIN_REQUIRED',
     ...PROVIDER_FAILURES,
     'DATABASE_UNAVAILABLE',

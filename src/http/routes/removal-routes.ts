@@ -123,6 +123,12 @@ export const removeUser = defineEndpoint({
     'removes one: its Item’s removal at Plaid is queued, its events are recorded, and the website is ' +
     'notified (`connection.removed` with `reason: user_removed`). A user with nothing left (never ' +
     'connected, or already removed) gets `200` with zeros, so a retry is harmless.\n\n' +
+    'Exchanges of the user still under way (`/exchange-public-token` called, not yet answered) are stopped: ' +
+    'whichever finishes first, none leaves a connection. One that had not stored its connection yet ' +
+    'answers `409 USER_REMOVED` (as does any replay of its public token), keeps nothing and has its Item ' +
+    'removed at Plaid, without a notification (the website never got that connection); one that had ' +
+    'stored it has it removed here like any other (counted, and notified). An exchange started after ' +
+    'this answer is a new subscription and is kept.\n\n' +
     'Connections are removed 20 per transaction. Should a failure interrupt the call (a `503`), the ' +
     'batches that committed stay removed and the rest stay untouched: call again to remove what is left. ' +
     'Counts one request of the per-user removal limit, whatever the number of connections.\n\n' +

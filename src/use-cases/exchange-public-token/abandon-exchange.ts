@@ -10,7 +10,8 @@ import { removeItemDirectly, type ExchangedItem } from './exchange-outcomes';
  * Gives up on an exchanged Item that was never stored: the exchange record (still this claim's
  * 'exchanged' row) and an outbox row commit together, then the removal is attempted at once. If that
  * cannot be written, the Item is removed directly while no retry can have taken the exchange over;
- * later, the 'exchanged' record is left to a retry's resumption or the sweeper.
+ * later, the 'exchanged' record is left to a retry's resumption or the sweeper. False when the exchange
+ * was no longer this claim's (taken over, or abandoned by the sweeper): its holder answers for it.
  */
 export async function abandonExchange(
   deps: UseCaseDependencies,
@@ -21,8 +22,9 @@ export async function abandonExchange(
     input: { subscriptionUserId: string; appName: string };
     institutionId?: string;
   },
-): Promise<void> {
+): Promise<boolean> {
   const { pool, logger } = deps;
+  let ours = true;
   try {
     const outboxId = await withTransaction(pool, async (client) => {
       const abandoned = await finishExchange(client, claim, {
@@ -30,7 +32,10 @@ export async function abandonExchange(
         failureCode: failure.failureCode,
       });
       // Not ours any more: whoever abandoned it queued the removal.
-      if (!abandoned) return undefined;
+      if (!abandoned) {
+        ours = false;
+        return undefined;
+      }
       const id = await queueRemovalOfUnstoredItem(client, {
         itemId: exchanged.itemId,
         accessTokenCiphertext: exchanged.ciphertext,
@@ -51,6 +56,7 @@ export async function abandonExchange(
       return id;
     });
     if (outboxId) await deliverRemoval(deps, outboxId);
+    return ours;
   } catch (error) {
     if (error instanceof CommitOutcomeUnknownError) {
       // If it committed, the outbox owns the removal; if not, the sweeper does. Either way, no more here.
@@ -58,7 +64,7 @@ export async function abandonExchange(
         { err: error, item_id: exchanged.itemId },
         'abandoning the exchange may not have committed',
       );
-      return;
+      return true;
     }
     // The 'exchanged' record is durable: the sweeper queues the Item's removal, or a retry resumes the
     // exchange. Removing the Item now is prompter, and safe only while no retry can have taken the
@@ -68,11 +74,12 @@ export async function abandonExchange(
         error,
         message: 'could not queue the Item removal; removing it directly',
       });
-      return;
+      return true;
     }
     logger.error(
       { err: error, item_id: exchanged.itemId },
       'could not record the abandoned exchange; a retry resumes it or the sweeper removes its Item',
     );
+    return true;
   }
 }

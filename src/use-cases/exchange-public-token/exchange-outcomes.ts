@@ -37,6 +37,17 @@ export const duplicateInstitution = () =>
     detail: 'This user already has an active connection to this institution with the same accounts.',
   });
 
+/**
+ * A removal of the user (`/remove-user`) fenced this exchange while it was under way: nothing of it was
+ * kept, and its Item (if Plaid made one) is queued for removal. A replay answers the same.
+ */
+export const userRemoved = () =>
+  new AppError('USER_REMOVED', {
+    detail:
+      'This user was removed while this public token was being exchanged, so no connection was kept and the ' +
+      'bank login is being removed at Plaid. Start Link again if the user subscribes again.',
+  });
+
 /** An exchange that named another user's connection, or one being removed: the same 404 as any other. */
 export const notTheirConnection = () => notFound('No connection for this public token exists for this user.');
 
@@ -44,6 +55,7 @@ export const notTheirConnection = () => notFound('No connection for this public 
 export function replayOfAbandoned(failureCode: string | null): AppError {
   if (failureCode === 'DUPLICATE_INSTITUTION') return duplicateInstitution();
   if (failureCode === 'NOT_FOUND') return notTheirConnection();
+  if (failureCode === 'USER_REMOVED') return userRemoved();
   return exchangeFailed();
 }
 

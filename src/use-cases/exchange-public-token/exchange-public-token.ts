@@ -72,8 +72,14 @@ export class PublicTokenExchange {
       this.deps.metrics?.countExchange(replayed ? 'replayed' : 'completed');
       return accounts;
     } catch (error) {
-      const duplicate = error instanceof AppError && error.code === 'DUPLICATE_INSTITUTION';
-      this.deps.metrics?.countExchange(duplicate ? 'duplicate_refused' : 'failed');
+      const code = error instanceof AppError ? error.code : undefined;
+      this.deps.metrics?.countExchange(
+        code === 'DUPLICATE_INSTITUTION'
+          ? 'duplicate_refused'
+          : code === 'USER_REMOVED'
+            ? 'user_removed'
+            : 'failed',
+      );
       throw error;
     }
   }

@@ -18,13 +18,14 @@ import {
   type ExchangeClaim,
   type ItemHolder,
 } from '../../repository/exchanges-repository';
-import type { UseCaseDependencies } from '../use-case-dependencies';
+import { deliverRemoval, type UseCaseDependencies } from '../use-case-dependencies';
 import { abandonExchange } from './abandon-exchange';
 import {
   duplicateInstitution,
   exchangeFailed,
   notTheirConnection,
   removeItemDirectly,
+  userRemoved,
   type ExchangeInput,
   type ExchangedItem,
 } from './exchange-outcomes';
@@ -51,6 +52,17 @@ class ItemRemovalPendingError extends Error {
   constructor() {
     super("the Item's removal is pending");
     this.name = 'ItemRemovalPendingError';
+  }
+}
+
+/**
+ * A removal of the user fenced this exchange: the statement that would have stored its connection
+ * abandoned it instead, and queued its Item's removal (`outboxId`) unless one was already pending.
+ */
+class UserRemovedError extends Error {
+  constructor(readonly outboxId: string | undefined) {
+    super('the exchange was fenced by a removal of its user');
+    this.name = 'UserRemovedError';
   }
 }
 
@@ -117,7 +129,10 @@ export async function completeExchange(
   return { accounts, replayed: false };
 }
 
-/** Undo on failure: the claim goes back (by its holder), since the provider made nothing we know of. */
+/**
+ * Undo on failure: the claim goes back (by its holder), since the provider made nothing we know of;
+ * unless a removal of the user fenced it meanwhile, which ends it as USER_REMOVED (a replay answers that).
+ */
 async function exchangeAtProvider(
   deps: UseCaseDependencies,
   input: ExchangeInput,
@@ -134,9 +149,17 @@ async function exchangeAtProvider(
       heldSince,
     };
   } catch (error) {
-    await releaseExchangeClaim(deps.pool, claim).catch((releaseError: unknown) =>
-      deps.logger.error({ err: releaseError }, 'could not release the exchange claim'),
-    );
+    const released = await releaseExchangeClaim(deps.pool, claim).catch((releaseError: unknown) => {
+      deps.logger.error({ err: releaseError }, 'could not release the exchange claim');
+      return 'lost' as const;
+    });
+    if (released === 'user_removed') {
+      deps.logger.info(
+        { err: error },
+        "the exchange's user was removed while Plaid exchanged its public token, and that call failed",
+      );
+      throw userRemoved();
+    }
     throw error;
   }
 }
@@ -202,7 +225,11 @@ async function answerForHeldItem(
   );
 }
 
-/** Undo on failure: the exchange is abandoned and its Item queued for removal. */
+/**
+ * Undo on failure: the exchange is abandoned and its Item queued for removal. When the exchange is no
+ * longer this claim's (a retry took it over, or the sweeper abandoned it), whoever holds it answers for
+ * it: the caller reads what it became.
+ */
 async function describeNewItem(
   deps: UseCaseDependencies,
   input: ExchangeInput,
@@ -226,7 +253,8 @@ async function describeNewItem(
       ));
     return { accounts: details.accounts, institutionId, institutionName, webhook: details.item.webhook };
   } catch (error) {
-    await abandonExchange(deps, claim, exchanged, { failureCode: 'EXCHANGE_FAILED', input });
+    const ours = await abandonExchange(deps, claim, exchanged, { failureCode: 'EXCHANGE_FAILED', input });
+    if (!ours) throw new ExchangeClaimLostError();
     throw error;
   }
 }
@@ -264,6 +292,7 @@ async function storeConnection(
         { detail: { item_id: exchanged.itemId, accounts: item.accounts.length } },
       ),
     );
+    if (!outcome.stored && outcome.reason === 'user_removed') throw new UserRemovedError(outcome.outboxId);
     if (!outcome.stored && outcome.reason === 'item_removal_pending') throw new ItemRemovalPendingError();
     if (!outcome.stored) throw new ExchangeClaimLostError();
   } catch (error) {
@@ -276,6 +305,16 @@ async function storeConnection(
     }
     // Someone else took this exchange (the sweeper abandoned it, or a retry resumed it): not ours to end.
     if (error instanceof ExchangeClaimLostError) throw error;
+    if (error instanceof UserRemovedError) {
+      // Committed with the refusal: nothing of it to undo. The website never got this Item, so it is not
+      // told of it; the answer is what tells it.
+      logger.info(
+        { item_id: exchanged.itemId },
+        "the exchange's user was removed while it ran; no connection stored, the Item's removal queued",
+      );
+      if (error.outboxId) await deliverRemoval(deps, error.outboxId);
+      throw userRemoved();
+    }
     if (
       isUniqueViolation(error, 'connections_provider_item_id_key') ||
       isUniqueViolation(error, 'connections_access_token_fingerprint_key')

@@ -1,5 +1,6 @@
 import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
+import { readdirSync } from 'node:fs';
 import path from 'node:path';
 import { createTestDatabase, type TestDatabase } from './support/database';
 import { reachableTempDir as reachableDir, removeTempDirs, startMainProcess } from './support/main-process';
@@ -65,6 +66,40 @@ describe('graceful shutdown', () => {
 });
 
 describe('start-up', () => {
+  it('when PLAID_ENV=production is set without NODE_ENV, then it refuses to start with one line naming NODE_ENV, and exits 1', async () => {
+    const dataDir = reachableTempDir();
+    const child = spawn(process.execPath, [MAIN], {
+      env: {
+        PATH: process.env.PATH ?? '',
+        PLAID_ENV: 'production',
+        PLAID_CLIENT_ID: 'real-client',
+        PLAID_SECRET: randomBytes(16).toString('hex'),
+        INTERNAL_SECRET: 'a',
+        TOKEN_ENCRYPTION_KEY: Buffer.alloc(32).toString('base64'),
+        HOST: '0.0.0.0',
+        PORT: '0',
+        WEBSITE_WEBHOOK_URL: 'http://www.internal/hooks',
+        // Nothing listens there: a start that got past the configuration fails at once, without NODE_ENV.
+        DATABASE_URL: 'postgresql://postgres@127.0.0.1:1/none',
+        DATA_DIR: dataDir,
+      },
+    });
+    let stderr = '';
+    child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+    child.stdout.resume();
+
+    const exitCode = await new Promise<number | null>((resolve) => child.on('exit', resolve));
+
+    expect(exitCode).toBe(1);
+    expect(stderr.trim().split('\n')).toEqual([
+      'Invalid configuration:',
+      expect.stringMatching(
+        /^ {2}- NODE_ENV: PLAID_ENV=production means real Plaid, but NODE_ENV is not set .*set NODE_ENV=production so that every production rule applies/,
+      ),
+    ]);
+    expect(readdirSync(dataDir)).toEqual([]);
+  });
+
   it('when NODE_ENV=production and secrets are missing, then it refuses to start, naming each, and exits 1', async () => {
     const child = spawn(process.execPath, [MAIN], {
       env: { PATH: process.env.PATH ?? '', NODE_ENV: 'production', DATA_DIR: reachableTempDir() },

@@ -118,7 +118,10 @@ async function main(): Promise<void> {
   });
 
   await start(config, logger, running, () => shuttingDown).catch(async (error: unknown) => {
-    logger.fatal({ err: error }, 'failed to start');
+    const { PortInUseError } = await import('./http/server.js');
+    // A busy port is the operator's to fix by a setting: its one line names it, with no stack.
+    if (error instanceof PortInUseError) logger.fatal(error.message);
+    else logger.fatal({ err: error }, 'failed to start');
     await shutdown('start-up failed', 1);
   });
 }
@@ -186,7 +189,7 @@ async function start(
   const { connectPlaid } = await import('./bootstrap/plaid-connection.js');
   const { buildDependencies, toAppDependencies } = await import('./dependencies.js');
   const { createApp } = await import('./app.js');
-  const { listen, listenOn } = await import('./http/server.js');
+  const { listen, listenOn, PortInUseError } = await import('./http/server.js');
   const { createMetricsServer } = await import('./http/metrics-server.js');
   const { databaseUrl, ownDatabase, applied } = await openServiceDatabase(config, logger);
   running.ownDatabase = ownDatabase;
@@ -209,6 +212,7 @@ async function start(
     port: config.port,
     host: config.host,
     maxConnections: config.maxConnections,
+    variable: 'PORT',
   });
   running.server = server;
   const { metrics, databaseGauges } = deps;
@@ -218,16 +222,26 @@ async function start(
       bearerToken: config.metrics.bearerToken,
       beforeScrape: (waitMs) => databaseGauges.refreshBeforeScrape(waitMs),
     });
-    running.metricsServer = metricsServer;
-    await listenOn(metricsServer, config.metrics.port, config.host);
-    const metricsAddress = metricsServer.address();
-    logger.info(
-      {
-        metrics_port:
-          typeof metricsAddress === 'object' && metricsAddress ? metricsAddress.port : config.metrics.port,
-      },
-      'metrics served on their own port',
-    );
+    try {
+      await listenOn(metricsServer, config.metrics.port, config.host, 'METRICS_PORT');
+      running.metricsServer = metricsServer;
+      const metricsAddress = metricsServer.address();
+      logger.info(
+        {
+          metrics_port:
+            typeof metricsAddress === 'object' && metricsAddress ? metricsAddress.port : config.metrics.port,
+        },
+        'metrics served on their own port',
+      );
+    } catch (error) {
+      // A second instance on one host finds the default port taken: development goes on without metrics.
+      if (!(error instanceof PortInUseError) || !config.metrics.runWithoutWhenBusy) throw error;
+      logger.warn(
+        { metrics_port: config.metrics.port },
+        `METRICS_PORT ${config.metrics.port} (the default) on ${config.host} is in use by another process: ` +
+          'running without metrics; set METRICS_PORT to a free port, or to 0 to turn them off',
+      );
+    }
   }
   deps.outbox.start();
   deps.retention.start();

@@ -151,8 +151,12 @@ export interface Config {
   trustProxy: boolean | number | string;
   /** Open client connections one instance accepts; more are refused at once. */
   maxConnections: number;
-  /** The metrics listener (on `host`); 0 turns it off. When a token is set, scrapes must send it. */
-  metrics: { port: number; bearerToken: string | undefined };
+  /**
+   * The metrics listener (on `host`); 0 turns it off. When a token is set, scrapes must send it.
+   * `runWithoutWhenBusy`: outside production with METRICS_PORT unset, a default port another process
+   * holds (a second instance on one host) warns and the service runs without metrics.
+   */
+  metrics: { port: number; bearerToken: string | undefined; runWithoutWhenBusy: boolean };
   /**
    * Signed notifications to the website (Standard Webhooks); off without a URL. Every secret signs; the
    * schedule is the wait before each retry, in seconds.
@@ -397,7 +401,11 @@ export function loadConfig(
     host: env.HOST ?? (production ? '0.0.0.0' : '127.0.0.1'),
     trustProxy,
     maxConnections: env.HTTP_MAX_CONNECTIONS,
-    metrics: { port: env.METRICS_PORT, bearerToken: env.METRICS_BEARER_TOKEN },
+    metrics: {
+      port: env.METRICS_PORT,
+      bearerToken: env.METRICS_BEARER_TOKEN,
+      runWithoutWhenBusy: !production && !environment.METRICS_PORT?.trim(),
+    },
     websiteNotifications,
     logLevel: env.LOG_LEVEL,
     internalSecrets,

@@ -1,4 +1,5 @@
 import type { Server } from 'node:http';
+import { constants } from 'node:os';
 import dotenv from 'dotenv';
 import type { OwnDatabase } from './bootstrap/service-database';
 import type { Config } from './config/load-config';
@@ -68,46 +69,88 @@ async function main(): Promise<void> {
   const running: Running = {};
   let shuttingDown = false;
 
+  /** What the shutdown is waiting for at the moment: named when the deadline passes or a second signal comes. */
+  let waitingFor = 'nothing yet';
+  const step = async (what: string, work: () => Promise<unknown>) => {
+    waitingFor = what;
+    await work();
+  };
+
   const shutdown = async (reason: string, exitCode: number) => {
     if (shuttingDown) return;
     shuttingDown = true;
+    // Nothing below may hold the process for ever (a database that died or hangs, a call that never
+    // answers): past the deadline it says what it was still waiting for and exits 1.
+    setTimeout(() => {
+      logger.error(
+        { waiting_for: waitingFor, deadline_ms: config.shutdownDeadlineMs },
+        `shutdown did not finish within ${config.shutdownDeadlineMs} ms (SHUTDOWN_GRACE_MS + SHUTDOWN_TIMEOUT_MS + ` +
+          `the longer of SHUTDOWN_TIMEOUT_MS and one exchange): still waiting for ${waitingFor}; exiting`,
+      );
+      void flushLogs(logger, EXIT_FLUSH_MS).finally(() => process.exit(1));
+    }, config.shutdownDeadlineMs);
     const { server, metricsServer, deps, closeEmulator, ownDatabase } = running;
     // /readyz answers 503 from now on, while requests are still served: the load balancer stops
     // routing here before the listener goes away.
     logger.info({ reason, grace_ms: config.shutdownGraceMs }, 'shutting down: no longer ready');
-    if (server && config.shutdownGraceMs > 0) await sleep(config.shutdownGraceMs);
+    if (server && config.shutdownGraceMs > 0) {
+      await step('the grace (SHUTDOWN_GRACE_MS)', () => sleep(config.shutdownGraceMs));
+    }
     // An exchange whose Plaid call started is carried to a stored connection or a queued removal, and
     // its connection past the timeout to its answer: the listener and the pool stay open until it is.
-    if (server) await closeListener(server, config.shutdownTimeoutMs, logger, deps?.exchanges);
-    await deps?.exchanges.drain();
-    await deps?.reconciliation
-      .stop()
-      .catch((error: unknown) => logger.error({ err: error }, 'reconciliation stop failed'));
-    await deps?.tokenReencryption
-      .stop()
-      .catch((error: unknown) => logger.error({ err: error }, 'token re-encryption stop failed'));
-    await deps?.outbox.stop().catch((error: unknown) => logger.error({ err: error }, 'outbox stop failed'));
-    await deps?.retention
-      .stop()
-      .catch((error: unknown) => logger.error({ err: error }, 'retention stop failed'));
-    for (const pool of [deps?.pool, deps?.adminPool, deps?.asyncCommitPool]) {
-      await pool?.end().catch((error: unknown) => logger.error({ err: error }, 'pool close failed'));
+    if (server) {
+      await step('in-flight requests', () =>
+        closeListener(server, config.shutdownTimeoutMs, logger, deps?.exchanges),
+      );
     }
-    await closeEmulator?.();
-    await ownDatabase
-      ?.stop()
-      .catch((error: unknown) => logger.error({ err: error }, 'embedded postgres stop failed'));
+    await step('exchanges under way', async () => deps?.exchanges.drain());
+    await step('the reconciliation', async () =>
+      deps?.reconciliation
+        .stop()
+        .catch((error: unknown) => logger.error({ err: error }, 'reconciliation stop failed')),
+    );
+    await step('the token re-encryption', async () =>
+      deps?.tokenReencryption
+        .stop()
+        .catch((error: unknown) => logger.error({ err: error }, 'token re-encryption stop failed')),
+    );
+    await step('the outbox worker', async () =>
+      deps?.outbox.stop().catch((error: unknown) => logger.error({ err: error }, 'outbox stop failed')),
+    );
+    await step('the retention', async () =>
+      deps?.retention.stop().catch((error: unknown) => logger.error({ err: error }, 'retention stop failed')),
+    );
+    await step('the database pools to close', async () => {
+      for (const pool of [deps?.pool, deps?.adminPool, deps?.asyncCommitPool]) {
+        await pool?.end().catch((error: unknown) => logger.error({ err: error }, 'pool close failed'));
+      }
+    });
+    await step('the built-in Plaid emulator to close', async () => closeEmulator?.());
+    await step('the embedded PostgreSQL to stop', async () =>
+      ownDatabase
+        ?.stop()
+        .catch((error: unknown) => logger.error({ err: error }, 'embedded postgres stop failed')),
+    );
     // Metrics are scraped until the very end, traces sent before the process goes.
-    if (metricsServer) await closeListener(metricsServer, 1_000, logger);
-    await tracing
-      ?.stop()
-      .catch((error: unknown) => logger.warn({ err: error }, 'traces could not be flushed'));
+    if (metricsServer) await step('the metrics listener', () => closeListener(metricsServer, 1_000, logger));
+    await step('traces to be sent', async () =>
+      tracing?.stop().catch((error: unknown) => logger.warn({ err: error }, 'traces could not be flushed')),
+    );
     logger.info('stopped');
-    await flushLogs(logger);
+    await step('the log to be written', () => flushLogs(logger));
     process.exit(exitCode);
   };
-  process.on('SIGTERM', () => void shutdown('SIGTERM', 0));
-  process.on('SIGINT', () => void shutdown('SIGINT', 0));
+  /** The first signal shuts down gracefully; a second (Ctrl-C again) exits at once, as 128 + its number. */
+  const onSignal = (signal: 'SIGINT' | 'SIGTERM') => {
+    if (!shuttingDown) return void shutdown(signal, 0);
+    logger.warn(
+      { signal, waiting_for: waitingFor },
+      `second ${signal} during shutdown: exiting at once, without waiting for ${waitingFor}`,
+    );
+    void flushLogs(logger, EXIT_FLUSH_MS).finally(() => process.exit(128 + constants.signals[signal]));
+  };
+  process.on('SIGTERM', () => onSignal('SIGTERM'));
+  process.on('SIGINT', () => onSignal('SIGINT'));
   process.on('uncaughtException', (error) => {
     logger.fatal({ err: error }, 'uncaught exception');
     void shutdown('uncaughtException', 1);
@@ -127,6 +170,9 @@ async function main(): Promise<void> {
 }
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** How long an exit that does not wait for the rest (deadline, second signal) waits for its log line. */
+const EXIT_FLUSH_MS = 500;
 
 /** How long an answer owed after carried work may take to go out before its connection is cut. */
 const CARRIED_ANSWER_WAIT_MS = 2_000;

@@ -122,6 +122,8 @@ describe('configuration', () => {
     expect(config.plaid.timeoutMs).toBe(10_000);
     expect(config.shutdownGraceMs).toBeLessThan(config.shutdownTimeoutMs);
     expect(config.shutdownTimeoutMs).toBeGreaterThan(exchangeCriticalWindowMs(config.plaid.timeoutMs));
+    // The whole shutdown's deadline: the grace, the listener's timeout, and as long again after it.
+    expect(config.shutdownDeadlineMs).toBe(5_000 + 20_000 + 20_000);
   });
 
   it('when an older encryption key follows the current one, then both are kept in order', () => {

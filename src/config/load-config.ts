@@ -15,6 +15,7 @@ import {
   secretWeaknesses,
   timingProblems,
 } from './config-rules';
+import { shutdownDeadlineMs } from './time-budgets';
 
 /** The secrets and keys that, outside production, are generated in DATA_DIR when not configured. */
 export type LocalSecretKind =
@@ -208,6 +209,11 @@ export interface Config {
   shutdownTimeoutMs: number;
   /** After SIGTERM, how long /readyz says 503 while requests are still served, before the listener closes. */
   shutdownGraceMs: number;
+  /**
+   * The whole shutdown's limit, from the settings above (see `shutdownDeadlineMs`): past it the process
+   * logs what it still waited for and exits 1.
+   */
+  shutdownDeadlineMs: number;
   /**
    * Whether answers carry access tokens (the exchange's and the refresh's account records). `false`
    * keeps them here only: the website names connections by `item_id`.
@@ -466,6 +472,7 @@ export function loadConfig(
     tokenReencryption: { batchSize: env.TOKEN_REENCRYPT_BATCH_SIZE },
     shutdownTimeoutMs: env.SHUTDOWN_TIMEOUT_MS,
     shutdownGraceMs,
+    shutdownDeadlineMs: shutdownDeadlineMs(shutdownGraceMs, env.SHUTDOWN_TIMEOUT_MS, env.PLAID_TIMEOUT_MS),
     returnAccessTokens: env.RETURN_ACCESS_TOKENS !== 'false',
     localSecrets,
   };

@@ -31,7 +31,15 @@ async function readConfig(): Promise<Config> {
   }
 }
 
-function logBanner(config: Config, logger: Logger, url: string, address: string): void {
+/**
+ * The start-up lines, and "try:" commands for the generated secrets. A JSON log escapes the commands'
+ * quotes (`\"`), which no shell takes back, so a pasted one answers 401; and a command that calls the
+ * service with a JSON body cannot do without quotes. So when the log is JSON (not a person's terminal)
+ * each command is also written as plain text on stderr, where compose, an IDE or a terminal behind `tee`
+ * shows it as printed, while the JSON log keeps its own line. Only outside production: it never
+ * generates secrets.
+ */
+function logBanner(config: Config, logger: Logger, url: string, address: string, jsonLog: boolean): void {
   logger.info({ url, address }, `account connection service listening on ${url}`);
   const fileOf = (kind: string) => config.localSecrets.find((secret) => secret.kind === kind)?.file;
   for (const secret of config.localSecrets) {
@@ -40,12 +48,16 @@ function logBanner(config: Config, logger: Logger, url: string, address: string)
       `${secret.kind} ${secret.created ? 'generated and stored' : 'read'} from ${secret.file} (development only)`,
     );
   }
+  const suggest = (command: string) => {
+    logger.info(`try: ${command}`);
+    if (jsonLog) process.stderr.write(`try: ${command}\n`);
+  };
   const adminFile = fileOf('admin-secret');
   const internalFile = fileOf('internal-secret');
-  if (adminFile) logger.info(`try: curl -s -H "X-Internal-Secret: $(cat ${adminFile})" ${url}/admin/stats`);
+  if (adminFile) suggest(`curl -s -H "X-Internal-Secret: $(cat ${adminFile})" ${url}/admin/stats`);
   if (internalFile) {
-    logger.info(
-      `try: curl -s -H "X-Internal-Secret: $(cat ${internalFile})" -H 'Content-Type: application/json' ` +
+    suggest(
+      `curl -s -H "X-Internal-Secret: $(cat ${internalFile})" -H 'Content-Type: application/json' ` +
         `-d '{"subscription_user_id":"user-1","app_name":"My App"}' ${url}/create-link-token`,
     );
   }
@@ -59,12 +71,9 @@ async function main(): Promise<void> {
   const tracing = tracingModule?.startTracing(process.env);
   const config = await readConfig();
   const { createLogger, flushLogs } = await import('./observability/logger.js');
-  const logger = createLogger({
-    level: config.logLevel,
-    context: tracingModule?.activeTraceFields,
-    // A person at a terminal gets readable lines outside production; machines and production get JSON.
-    pretty: config.nodeEnv !== 'production' && process.stdout.isTTY === true,
-  });
+  // A person at a terminal gets readable lines outside production; machines and production get JSON.
+  const pretty = config.nodeEnv !== 'production' && process.stdout.isTTY === true;
+  const logger = createLogger({ level: config.logLevel, context: tracingModule?.activeTraceFields, pretty });
   // Filled in as start-up proceeds, so that a failure or signal at any point closes what is open.
   const running: Running = {};
   let shuttingDown = false;
@@ -160,7 +169,7 @@ async function main(): Promise<void> {
     void shutdown('unhandledRejection', 1);
   });
 
-  await start(config, logger, running, () => shuttingDown).catch(async (error: unknown) => {
+  await start(config, logger, running, () => shuttingDown, !pretty).catch(async (error: unknown) => {
     const { PortInUseError } = await import('./http/server.js');
     // A busy port is the operator's to fix by a setting: its one line names it, with no stack.
     if (error instanceof PortInUseError) logger.fatal(error.message);
@@ -230,6 +239,7 @@ async function start(
   logger: Logger,
   running: Running,
   isShuttingDown: () => boolean,
+  jsonLog: boolean,
 ): Promise<void> {
   const { openServiceDatabase } = await import('./bootstrap/service-database.js');
   const { connectPlaid } = await import('./bootstrap/plaid-connection.js');
@@ -296,7 +306,7 @@ async function start(
   const address = typeof bound === 'object' && bound ? bound.address : config.host;
   const shownHost = config.host === '0.0.0.0' || config.host === '::' ? 'localhost' : config.host;
   const url = `http://${shownHost.includes(':') ? `[${shownHost}]` : shownHost}:${port}`;
-  logBanner(config, logger, url, address);
+  logBanner(config, logger, url, address, jsonLog);
 }
 
 main().catch((error: unknown) => {

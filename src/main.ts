@@ -1,4 +1,5 @@
 import type { Server } from 'node:http';
+import { constants } from 'node:os';
 import dotenv from 'dotenv';
 import type { OwnDatabase } from './bootstrap/service-database';
 import type { Config } from './config/load-config';
@@ -30,7 +31,15 @@ async function readConfig(): Promise<Config> {
   }
 }
 
-function logBanner(config: Config, logger: Logger, url: string, address: string): void {
+/**
+ * The start-up lines, and "try:" commands for the generated secrets. A JSON log escapes the commands'
+ * quotes (`\"`), which no shell takes back, so a pasted one answers 401; and a command that calls the
+ * service with a JSON body cannot do without quotes. So when the log is JSON (not a person's terminal)
+ * each command is also written as plain text on stderr, where compose, an IDE or a terminal behind `tee`
+ * shows it as printed, while the JSON log keeps its own line. Only outside production: it never
+ * generates secrets.
+ */
+function logBanner(config: Config, logger: Logger, url: string, address: string, jsonLog: boolean): void {
   logger.info({ url, address }, `account connection service listening on ${url}`);
   const fileOf = (kind: string) => config.localSecrets.find((secret) => secret.kind === kind)?.file;
   for (const secret of config.localSecrets) {
@@ -39,12 +48,16 @@ function logBanner(config: Config, logger: Logger, url: string, address: string)
       `${secret.kind} ${secret.created ? 'generated and stored' : 'read'} from ${secret.file} (development only)`,
     );
   }
+  const suggest = (command: string) => {
+    logger.info(`try: ${command}`);
+    if (jsonLog) process.stderr.write(`try: ${command}\n`);
+  };
   const adminFile = fileOf('admin-secret');
   const internalFile = fileOf('internal-secret');
-  if (adminFile) logger.info(`try: curl -s -H "X-Internal-Secret: $(cat ${adminFile})" ${url}/admin/stats`);
+  if (adminFile) suggest(`curl -s -H "X-Internal-Secret: $(cat ${adminFile})" ${url}/admin/stats`);
   if (internalFile) {
-    logger.info(
-      `try: curl -s -H "X-Internal-Secret: $(cat ${internalFile})" -H 'Content-Type: application/json' ` +
+    suggest(
+      `curl -s -H "X-Internal-Secret: $(cat ${internalFile})" -H 'Content-Type: application/json' ` +
         `-d '{"subscription_user_id":"user-1","app_name":"My App"}' ${url}/create-link-token`,
     );
   }
@@ -58,56 +71,95 @@ async function main(): Promise<void> {
   const tracing = tracingModule?.startTracing(process.env);
   const config = await readConfig();
   const { createLogger, flushLogs } = await import('./observability/logger.js');
-  const logger = createLogger({
-    level: config.logLevel,
-    context: tracingModule?.activeTraceFields,
-    // A person at a terminal gets readable lines outside production; machines and production get JSON.
-    pretty: config.nodeEnv !== 'production' && process.stdout.isTTY === true,
-  });
+  // A person at a terminal gets readable lines outside production; machines and production get JSON.
+  const pretty = config.nodeEnv !== 'production' && process.stdout.isTTY === true;
+  const logger = createLogger({ level: config.logLevel, context: tracingModule?.activeTraceFields, pretty });
   // Filled in as start-up proceeds, so that a failure or signal at any point closes what is open.
   const running: Running = {};
   let shuttingDown = false;
 
+  /** What the shutdown is waiting for at the moment: named when the deadline passes or a second signal comes. */
+  let waitingFor = 'nothing yet';
+  const step = async (what: string, work: () => Promise<unknown>) => {
+    waitingFor = what;
+    await work();
+  };
+
   const shutdown = async (reason: string, exitCode: number) => {
     if (shuttingDown) return;
     shuttingDown = true;
+    // Nothing below may hold the process for ever (a database that died or hangs, a call that never
+    // answers): past the deadline it says what it was still waiting for and exits 1.
+    setTimeout(() => {
+      logger.error(
+        { waiting_for: waitingFor, deadline_ms: config.shutdownDeadlineMs },
+        `shutdown did not finish within ${config.shutdownDeadlineMs} ms (SHUTDOWN_GRACE_MS + SHUTDOWN_TIMEOUT_MS + ` +
+          `the longer of SHUTDOWN_TIMEOUT_MS and one exchange): still waiting for ${waitingFor}; exiting`,
+      );
+      void flushLogs(logger, EXIT_FLUSH_MS).finally(() => process.exit(1));
+    }, config.shutdownDeadlineMs);
     const { server, metricsServer, deps, closeEmulator, ownDatabase } = running;
     // /readyz answers 503 from now on, while requests are still served: the load balancer stops
     // routing here before the listener goes away.
     logger.info({ reason, grace_ms: config.shutdownGraceMs }, 'shutting down: no longer ready');
-    if (server && config.shutdownGraceMs > 0) await sleep(config.shutdownGraceMs);
+    if (server && config.shutdownGraceMs > 0) {
+      await step('the grace (SHUTDOWN_GRACE_MS)', () => sleep(config.shutdownGraceMs));
+    }
     // An exchange whose Plaid call started is carried to a stored connection or a queued removal, and
     // its connection past the timeout to its answer: the listener and the pool stay open until it is.
-    if (server) await closeListener(server, config.shutdownTimeoutMs, logger, deps?.exchanges);
-    await deps?.exchanges.drain();
-    await deps?.reconciliation
-      .stop()
-      .catch((error: unknown) => logger.error({ err: error }, 'reconciliation stop failed'));
-    await deps?.tokenReencryption
-      .stop()
-      .catch((error: unknown) => logger.error({ err: error }, 'token re-encryption stop failed'));
-    await deps?.outbox.stop().catch((error: unknown) => logger.error({ err: error }, 'outbox stop failed'));
-    await deps?.retention
-      .stop()
-      .catch((error: unknown) => logger.error({ err: error }, 'retention stop failed'));
-    for (const pool of [deps?.pool, deps?.adminPool, deps?.asyncCommitPool]) {
-      await pool?.end().catch((error: unknown) => logger.error({ err: error }, 'pool close failed'));
+    if (server) {
+      await step('in-flight requests', () =>
+        closeListener(server, config.shutdownTimeoutMs, logger, deps?.exchanges),
+      );
     }
-    await closeEmulator?.();
-    await ownDatabase
-      ?.stop()
-      .catch((error: unknown) => logger.error({ err: error }, 'embedded postgres stop failed'));
+    await step('exchanges under way', async () => deps?.exchanges.drain());
+    await step('the reconciliation', async () =>
+      deps?.reconciliation
+        .stop()
+        .catch((error: unknown) => logger.error({ err: error }, 'reconciliation stop failed')),
+    );
+    await step('the token re-encryption', async () =>
+      deps?.tokenReencryption
+        .stop()
+        .catch((error: unknown) => logger.error({ err: error }, 'token re-encryption stop failed')),
+    );
+    await step('the outbox worker', async () =>
+      deps?.outbox.stop().catch((error: unknown) => logger.error({ err: error }, 'outbox stop failed')),
+    );
+    await step('the retention', async () =>
+      deps?.retention.stop().catch((error: unknown) => logger.error({ err: error }, 'retention stop failed')),
+    );
+    await step('the database pools to close', async () => {
+      for (const pool of [deps?.pool, deps?.adminPool, deps?.asyncCommitPool]) {
+        await pool?.end().catch((error: unknown) => logger.error({ err: error }, 'pool close failed'));
+      }
+    });
+    await step('the built-in Plaid emulator to close', async () => closeEmulator?.());
+    await step('the embedded PostgreSQL to stop', async () =>
+      ownDatabase
+        ?.stop()
+        .catch((error: unknown) => logger.error({ err: error }, 'embedded postgres stop failed')),
+    );
     // Metrics are scraped until the very end, traces sent before the process goes.
-    if (metricsServer) await closeListener(metricsServer, 1_000, logger);
-    await tracing
-      ?.stop()
-      .catch((error: unknown) => logger.warn({ err: error }, 'traces could not be flushed'));
+    if (metricsServer) await step('the metrics listener', () => closeListener(metricsServer, 1_000, logger));
+    await step('traces to be sent', async () =>
+      tracing?.stop().catch((error: unknown) => logger.warn({ err: error }, 'traces could not be flushed')),
+    );
     logger.info('stopped');
-    await flushLogs(logger);
+    await step('the log to be written', () => flushLogs(logger));
     process.exit(exitCode);
   };
-  process.on('SIGTERM', () => void shutdown('SIGTERM', 0));
-  process.on('SIGINT', () => void shutdown('SIGINT', 0));
+  /** The first signal shuts down gracefully; a second (Ctrl-C again) exits at once, as 128 + its number. */
+  const onSignal = (signal: 'SIGINT' | 'SIGTERM') => {
+    if (!shuttingDown) return void shutdown(signal, 0);
+    logger.warn(
+      { signal, waiting_for: waitingFor },
+      `second ${signal} during shutdown: exiting at once, without waiting for ${waitingFor}`,
+    );
+    void flushLogs(logger, EXIT_FLUSH_MS).finally(() => process.exit(128 + constants.signals[signal]));
+  };
+  process.on('SIGTERM', () => onSignal('SIGTERM'));
+  process.on('SIGINT', () => onSignal('SIGINT'));
   process.on('uncaughtException', (error) => {
     logger.fatal({ err: error }, 'uncaught exception');
     void shutdown('uncaughtException', 1);
@@ -117,13 +169,19 @@ async function main(): Promise<void> {
     void shutdown('unhandledRejection', 1);
   });
 
-  await start(config, logger, running, () => shuttingDown).catch(async (error: unknown) => {
-    logger.fatal({ err: error }, 'failed to start');
+  await start(config, logger, running, () => shuttingDown, !pretty).catch(async (error: unknown) => {
+    const { PortInUseError } = await import('./http/server.js');
+    // A busy port is the operator's to fix by a setting: its one line names it, with no stack.
+    if (error instanceof PortInUseError) logger.fatal(error.message);
+    else logger.fatal({ err: error }, 'failed to start');
     await shutdown('start-up failed', 1);
   });
 }
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** How long an exit that does not wait for the rest (deadline, second signal) waits for its log line. */
+const EXIT_FLUSH_MS = 500;
 
 /** How long an answer owed after carried work may take to go out before its connection is cut. */
 const CARRIED_ANSWER_WAIT_MS = 2_000;
@@ -181,12 +239,13 @@ async function start(
   logger: Logger,
   running: Running,
   isShuttingDown: () => boolean,
+  jsonLog: boolean,
 ): Promise<void> {
   const { openServiceDatabase } = await import('./bootstrap/service-database.js');
   const { connectPlaid } = await import('./bootstrap/plaid-connection.js');
   const { buildDependencies, toAppDependencies } = await import('./dependencies.js');
   const { createApp } = await import('./app.js');
-  const { listen, listenOn } = await import('./http/server.js');
+  const { listen, listenOn, PortInUseError } = await import('./http/server.js');
   const { createMetricsServer } = await import('./http/metrics-server.js');
   const { databaseUrl, ownDatabase, applied } = await openServiceDatabase(config, logger);
   running.ownDatabase = ownDatabase;
@@ -209,6 +268,7 @@ async function start(
     port: config.port,
     host: config.host,
     maxConnections: config.maxConnections,
+    variable: 'PORT',
   });
   running.server = server;
   const { metrics, databaseGauges } = deps;
@@ -218,16 +278,26 @@ async function start(
       bearerToken: config.metrics.bearerToken,
       beforeScrape: (waitMs) => databaseGauges.refreshBeforeScrape(waitMs),
     });
-    running.metricsServer = metricsServer;
-    await listenOn(metricsServer, config.metrics.port, config.host);
-    const metricsAddress = metricsServer.address();
-    logger.info(
-      {
-        metrics_port:
-          typeof metricsAddress === 'object' && metricsAddress ? metricsAddress.port : config.metrics.port,
-      },
-      'metrics served on their own port',
-    );
+    try {
+      await listenOn(metricsServer, config.metrics.port, config.host, 'METRICS_PORT');
+      running.metricsServer = metricsServer;
+      const metricsAddress = metricsServer.address();
+      logger.info(
+        {
+          metrics_port:
+            typeof metricsAddress === 'object' && metricsAddress ? metricsAddress.port : config.metrics.port,
+        },
+        'metrics served on their own port',
+      );
+    } catch (error) {
+      // A second instance on one host finds the default port taken: development goes on without metrics.
+      if (!(error instanceof PortInUseError) || !config.metrics.runWithoutWhenBusy) throw error;
+      logger.warn(
+        { metrics_port: config.metrics.port },
+        `METRICS_PORT ${config.metrics.port} (the default) on ${config.host} is in use by another process: ` +
+          'running without metrics; set METRICS_PORT to a free port, or to 0 to turn them off',
+      );
+    }
   }
   deps.outbox.start();
   deps.retention.start();
@@ -236,7 +306,7 @@ async function start(
   const address = typeof bound === 'object' && bound ? bound.address : config.host;
   const shownHost = config.host === '0.0.0.0' || config.host === '::' ? 'localhost' : config.host;
   const url = `http://${shownHost.includes(':') ? `[${shownHost}]` : shownHost}:${port}`;
-  logBanner(config, logger, url, address);
+  logBanner(config, logger, url, address, jsonLog);
 }
 
 main().catch((error: unknown) => {

@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { mkdtempSync, readFileSync, readdirSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { ConfigError, loadConfig } from '../src/config/load-config';
@@ -28,6 +28,8 @@ function productionEnv(overrides: Record<string, string | undefined> = {}) {
     PLAID_CLIENT_ID: 'client',
     PLAID_SECRET: 'secret',
     DATA_DIR: freshDataDir(),
+    // Production makes the operator choose how metrics are protected; these tests choose a token.
+    METRICS_BEARER_TOKEN: longSecret(),
     ...overrides,
   };
 }
@@ -49,6 +51,7 @@ describe('configuration', () => {
       'DATABASE_URL: is required when NODE_ENV=production',
       'PLAID_CLIENT_ID: is required when NODE_ENV=production',
       'PLAID_SECRET: is required when NODE_ENV=production',
+      expect.stringMatching(/^METRICS_BEARER_TOKEN: is required when NODE_ENV=production/),
     ]);
   });
 
@@ -119,6 +122,8 @@ describe('configuration', () => {
     expect(config.plaid.timeoutMs).toBe(10_000);
     expect(config.shutdownGraceMs).toBeLessThan(config.shutdownTimeoutMs);
     expect(config.shutdownTimeoutMs).toBeGreaterThan(exchangeCriticalWindowMs(config.plaid.timeoutMs));
+    // The whole shutdown's deadline: the grace, the listener's timeout, and as long again after it.
+    expect(config.shutdownDeadlineMs).toBe(5_000 + 20_000 + 20_000);
   });
 
   it('when an older encryption key follows the current one, then both are kept in order', () => {
@@ -329,6 +334,118 @@ describe('weak production configuration', () => {
   });
 });
 
+describe('real Plaid outside production', () => {
+  const zeroKey = Buffer.alloc(32).toString('base64');
+  const NODE_ENV_PROBLEM =
+    /^NODE_ENV: .* means real Plaid, but NODE_ENV is (not set|development|test)\b.*set NODE_ENV=production so that every production rule applies/;
+
+  it('when PLAID_ENV=production comes with weak secrets, HOST 0.0.0.0 and an http:// website URL but no NODE_ENV, then it refuses to start with one line naming NODE_ENV, and generates nothing', () => {
+    const dataDir = freshDataDir();
+
+    const problems = problemsOf(
+      {
+        PLAID_ENV: 'production',
+        PLAID_CLIENT_ID: 'real-client',
+        PLAID_SECRET: longSecret(),
+        INTERNAL_SECRET: 'a',
+        TOKEN_ENCRYPTION_KEY: zeroKey,
+        HOST: '0.0.0.0',
+        WEBSITE_WEBHOOK_URL: 'http://www.internal/hooks',
+        DATA_DIR: dataDir,
+      },
+      { localSecrets: readOrCreateLocalSecret },
+    );
+
+    expect(problems).toEqual([expect.stringMatching(NODE_ENV_PROBLEM)]);
+    expect(problems[0]).toMatch(/^NODE_ENV: PLAID_ENV=production means real Plaid, but NODE_ENV is not set/);
+    expect(readdirSync(dataDir)).toEqual([]);
+  });
+
+  it.each([
+    ['development', 'https://production.plaid.com'],
+    ['test', 'https://production.plaid.com/'],
+    ['development', 'https://PRODUCTION.plaid.com.'],
+  ])(
+    'when NODE_ENV=%s and PLAID_BASE_URL is %s, then it refuses to start, naming NODE_ENV',
+    (nodeEnv, baseUrl) => {
+      const problems = problemsOf(
+        { NODE_ENV: nodeEnv, PLAID_BASE_URL: baseUrl, DATA_DIR: freshDataDir() },
+        { localSecrets: readOrCreateLocalSecret },
+      );
+
+      expect(problems).toEqual([expect.stringMatching(NODE_ENV_PROBLEM)]);
+      expect(problems[0]).toContain('PLAID_BASE_URL on production.plaid.com');
+    },
+  );
+
+  it('when PLAID_ENV=production comes beside a malformed setting outside production, then the NODE_ENV line is still there', () => {
+    const problems = problemsOf({ PLAID_ENV: 'production', PORT: 'eighty', DATA_DIR: freshDataDir() });
+
+    expect(problems).toEqual(
+      expect.arrayContaining([expect.stringMatching(NODE_ENV_PROBLEM), expect.stringMatching(/^PORT: /)]),
+    );
+  });
+
+  it('when Plaid is its sandbox or an emulator outside production, or real Plaid with NODE_ENV=production, then it starts', () => {
+    for (const baseUrl of [undefined, 'https://sandbox.plaid.com', 'http://127.0.0.1:4010']) {
+      expect(
+        loadConfig(
+          { NODE_ENV: 'development', PLAID_BASE_URL: baseUrl, DATA_DIR: freshDataDir() },
+          { localSecrets: readOrCreateLocalSecret },
+        ).plaid.env,
+      ).toBe('sandbox');
+    }
+    expect(loadConfig(productionEnv({ PLAID_ENV: 'production' })).plaid.env).toBe('production');
+    expect(loadConfig(productionEnv({ PLAID_BASE_URL: 'https://production.plaid.com' })).plaid.baseUrl).toBe(
+      'https://production.plaid.com',
+    );
+  });
+});
+
+describe('the metrics listener in production', () => {
+  it('when production serves metrics with neither a token nor the explicit opt-in, then it refuses to start, naming the three choices', () => {
+    const problems = problemsOf(productionEnv({ METRICS_BEARER_TOKEN: undefined }));
+
+    expect(problems).toHaveLength(1);
+    expect(problems[0]).toMatch(/^METRICS_BEARER_TOKEN: is required when NODE_ENV=production/);
+    expect(problems[0]).toContain('METRICS_ALLOW_UNAUTHENTICATED=true');
+    expect(problems[0]).toContain('METRICS_PORT=0');
+  });
+
+  it('when production sets a token, the explicit opt-in, or METRICS_PORT=0, then it starts', () => {
+    const token = longSecret();
+
+    expect(loadConfig(productionEnv({ METRICS_BEARER_TOKEN: token })).metrics).toEqual(
+      expect.objectContaining({ port: 9464, bearerToken: token }),
+    );
+    expect(
+      loadConfig(productionEnv({ METRICS_BEARER_TOKEN: undefined, METRICS_ALLOW_UNAUTHENTICATED: 'true' }))
+        .metrics,
+    ).toEqual(expect.objectContaining({ port: 9464, bearerToken: undefined }));
+    expect(loadConfig(productionEnv({ METRICS_BEARER_TOKEN: undefined, METRICS_PORT: '0' })).metrics).toEqual(
+      expect.objectContaining({ port: 0 }),
+    );
+  });
+
+  it('when production sets both a token and the opt-in, then it refuses the contradiction; METRICS_ALLOW_UNAUTHENTICATED is only true or false', () => {
+    expect(problemsOf(productionEnv({ METRICS_ALLOW_UNAUTHENTICATED: 'true' }))).toEqual([
+      expect.stringMatching(/^METRICS_ALLOW_UNAUTHENTICATED: must not be true beside METRICS_BEARER_TOKEN/),
+    ]);
+    expect(problemsOf(productionEnv({ METRICS_ALLOW_UNAUTHENTICATED: 'yes' }))).toEqual([
+      expect.stringMatching(/^METRICS_ALLOW_UNAUTHENTICATED: /),
+    ]);
+  });
+
+  it('when not in production, then metrics are served without a token as before', () => {
+    const config = loadConfig(
+      { NODE_ENV: 'development', DATA_DIR: freshDataDir() },
+      { localSecrets: readOrCreateLocalSecret },
+    );
+
+    expect(config.metrics).toEqual(expect.objectContaining({ port: 9464, bearerToken: undefined }));
+  });
+});
+
 describe('database connections', () => {
   const DIRECT = 'postgresql://app@db.internal:5432/accounts';
   const POOLER = 'postgresql://app@pgbouncer.internal:6432/accounts';
@@ -414,6 +531,34 @@ describe('notifications to the website', () => {
         expect.stringMatching(/^WEBSITE_WEBHOOK_RETRY_SCHEDULE_SECONDS: must be whole numbers/),
       ]),
     );
+  });
+
+  it('when a secret is one byte repeated (all zeros), then production refuses it like a key, naming which entry; outside production it is allowed', () => {
+    const zeros = `whsec_${Buffer.alloc(32).toString('base64')}`;
+
+    expect(
+      problemsOf(
+        productionEnv({
+          WEBSITE_WEBHOOK_URL: 'https://www.internal/hooks',
+          WEBSITE_WEBHOOK_SECRET: `${whsec()},${zeros}`,
+        }),
+      ),
+    ).toEqual([
+      expect.stringMatching(
+        /^WEBSITE_WEBHOOK_SECRET \(entry 2 of 2\): is one byte repeated, not a random key/,
+      ),
+    ]);
+    expect(
+      loadConfig(
+        {
+          NODE_ENV: 'development',
+          DATA_DIR: freshDataDir(),
+          WEBSITE_WEBHOOK_URL: 'http://127.0.0.1:4020/',
+          WEBSITE_WEBHOOK_SECRET: zeros,
+        },
+        { localSecrets: readOrCreateLocalSecret },
+      ).websiteNotifications.secrets,
+    ).toHaveLength(1);
   });
 
   it('when production has an https URL and two secrets, then both sign, and the schedule is the Standard Webhooks one', () => {

@@ -192,3 +192,36 @@ describeEmbedded('embedded PostgreSQL stale lock', () => {
     expect(await loginError(restarted.connectionString)).toBeNull();
   });
 });
+
+describeEmbedded('embedded PostgreSQL stop', () => {
+  it.each([
+    ['stopped under the service (SIGINT, a fast shutdown)', 'SIGINT'],
+    ['crashed (SIGKILL)', 'SIGKILL'],
+  ] as const)(
+    'when the embedded PostgreSQL has already %s, then stop() returns at once',
+    async (_label, signal) => {
+      const databaseDir = path.join(freshDataDir(), 'postgres');
+      const running = await runEmbedded({ databaseDir, password: 'gone-before-stop-password' });
+      const postgresPid = lockPidOf(databaseDir);
+      process.kill(postgresPid, signal);
+      for (let waited = 0; isAlive(postgresPid) && waited < 10_000; waited += 50) {
+        await new Promise((resolve) => setTimeout(resolve, 50));
+      }
+      expect(isAlive(postgresPid)).toBe(false);
+
+      let timer: NodeJS.Timeout | undefined;
+      const outcome = await Promise.race([
+        running.stop(),
+        new Promise<'still waiting'>(
+          (resolve) => (timer = setTimeout(() => resolve('still waiting'), 10_000)),
+        ),
+      ]);
+      clearTimeout(timer);
+      // A runner still waiting would hold the afterAll: it is ended here either way.
+      running.child.kill('SIGKILL');
+
+      expect(outcome).toBe(0);
+      expect(running.logs.join('')).toMatch(/the embedded PostgreSQL had already exited/);
+    },
+  );
+});

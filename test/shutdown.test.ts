@@ -1,9 +1,11 @@
 import { randomBytes } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
 import { Client, Pool } from 'pg';
 import { PlaidEmulator } from '../src/emulator/plaid-emulator';
 import { findInconsistencies } from './support/consistency';
 import { createTestDatabase, type TestDatabase } from './support/database';
-import { reachableTempDir, removeTempDirs, startMainProcess } from './support/main-process';
+import { reachableTempDir, removeTempDirs, startMainProcess, type MainProcess } from './support/main-process';
 import { fetchEndpoint } from './support/requests';
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
@@ -230,4 +232,157 @@ describe('a crash', () => {
     expect(exitCode).toBe(0);
     expect(await inconsistenciesOf(database, emulator)).toEqual([]);
   });
+});
+
+const isAlive = (pid: number) => {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+};
+
+async function waitUntilGone(pid: number): Promise<void> {
+  for (let waited = 0; isAlive(pid) && waited < 10_000; waited += 50) await sleep(50);
+}
+
+/** The process's exit code, or 'still running' after `ms` (then it is killed, so nothing is left behind). */
+async function exitWithin(service: MainProcess, ms: number): Promise<number | null | 'still running'> {
+  let timer: NodeJS.Timeout | undefined;
+  const outcome = await Promise.race([
+    service.exited,
+    new Promise<'still running'>((resolve) => (timer = setTimeout(() => resolve('still running'), ms))),
+  ]);
+  clearTimeout(timer);
+  if (outcome === 'still running') {
+    service.child.kill('SIGKILL');
+    await service.exited;
+  }
+  return outcome;
+}
+
+/** Each JSON log line the process wrote, parsed. */
+const logLinesOf = (service: MainProcess) =>
+  service.output.flatMap((line) => {
+    try {
+      return [JSON.parse(line) as Record<string, unknown> & { msg: string; level: string }];
+    } catch {
+      return [];
+    }
+  });
+
+describe('shutdown when the embedded PostgreSQL is gone or stuck', () => {
+  let emulator: PlaidEmulator;
+  /** Embedded servers a test froze or left behind: thawed and stopped afterwards. */
+  const leftovers: number[] = [];
+  beforeAll(async () => {
+    emulator = new PlaidEmulator({ credentials: PLAID });
+    await emulator.listen(0);
+  });
+  afterEach(async () => {
+    for (const pid of leftovers.splice(0)) {
+      if (!isAlive(pid)) continue;
+      process.kill(pid, 'SIGCONT');
+      process.kill(pid, 'SIGQUIT');
+      await waitUntilGone(pid);
+    }
+  });
+  afterAll(() => emulator.close());
+
+  /** A service on an embedded PostgreSQL of its own (no DATABASE_URL), and that server's pid. */
+  async function startOnEmbedded(overrides: Record<string, string> = {}) {
+    const dataDir = reachableTempDir(tempDirs);
+    const service = await startMainProcess({
+      NODE_ENV: 'development',
+      PORT: '0',
+      DATA_DIR: dataDir,
+      INTERNAL_SECRET: randomBytes(16).toString('hex'),
+      PLAID_CLIENT_ID: PLAID.clientId,
+      PLAID_SECRET: PLAID.secret,
+      PLAID_BASE_URL: emulator.url,
+      ...overrides,
+    });
+    const postgresPid = Number(
+      readFileSync(path.join(dataDir, 'postgres', 'postmaster.pid'), 'utf8').split('\n')[0],
+    );
+    leftovers.push(postgresPid);
+    return { service, postgresPid };
+  }
+
+  it.each([
+    ['was stopped under the service (SIGINT, a fast shutdown)', 'SIGINT'],
+    ['crashed (SIGKILL)', 'SIGKILL'],
+  ] as const)(
+    'when the embedded PostgreSQL %s, then SIGTERM still ends the service: it exits 0 and says the database was already gone',
+    async (_label, signal) => {
+      const { service, postgresPid } = await startOnEmbedded();
+      process.kill(postgresPid, signal);
+      await waitUntilGone(postgresPid);
+
+      service.child.kill('SIGTERM');
+      const exitCode = await exitWithin(service, 15_000);
+
+      expect(exitCode).toBe(0);
+      const messages = logLinesOf(service).map((line) => line.msg);
+      expect(messages).toContain('stopped');
+      expect(messages.some((message) => message.includes('the embedded PostgreSQL had already exited'))).toBe(
+        true,
+      );
+    },
+  );
+
+  it('when the shutdown is stuck past its deadline, then it logs what it was still waiting for and exits 1', async () => {
+    // Deadline: SHUTDOWN_GRACE_MS (0) + SHUTDOWN_TIMEOUT_MS (1000) + the longer of SHUTDOWN_TIMEOUT_MS and one
+    // exchange (PLAID_TIMEOUT_MS 1000 + 7000 for its database writes): 9000 ms.
+    const { service, postgresPid } = await startOnEmbedded({
+      SHUTDOWN_TIMEOUT_MS: '1000',
+      PLAID_TIMEOUT_MS: '1000',
+    });
+    // Frozen: its connections stay open and it ignores a stop, as a hung server would.
+    process.kill(postgresPid, 'SIGSTOP');
+
+    service.child.kill('SIGTERM');
+    await sleep(2_000);
+    const runningAfterTwoSeconds = service.child.exitCode === null;
+    const exitCode = await exitWithin(service, 20_000);
+
+    expect(runningAfterTwoSeconds).toBe(true);
+    expect(exitCode).toBe(1);
+    const gaveUp = logLinesOf(service).find((line) => String(line.msg).startsWith('shutdown did not finish'));
+    expect(gaveUp).toEqual(
+      expect.objectContaining({
+        level: 'error',
+        deadline_ms: 9_000,
+        waiting_for: expect.any(String),
+        msg: expect.stringMatching(/^shutdown did not finish within 9000 ms .*still waiting for /),
+      }),
+    );
+    expect(logLinesOf(service).map((line) => line.msg)).not.toContain('stopped');
+  });
+
+  it.each(['SIGINT', 'SIGTERM'] as const)(
+    'when a second %s arrives while the shutdown is stuck, then the process exits at once, saying so',
+    async (signal) => {
+      const { service, postgresPid } = await startOnEmbedded();
+      process.kill(postgresPid, 'SIGSTOP');
+
+      service.child.kill('SIGINT');
+      await sleep(1_500);
+      const runningBeforeSecond = service.child.exitCode === null;
+      service.child.kill(signal);
+      // The deadline (SHUTDOWN_TIMEOUT_MS 20000 twice) is far off: only the second signal can end it here.
+      const exitCode = await exitWithin(service, 10_000);
+
+      expect(runningBeforeSecond).toBe(true);
+      expect(exitCode).toBe(signal === 'SIGINT' ? 130 : 143);
+      expect(logLinesOf(service).find((line) => line.msg.startsWith(`second ${signal}`))).toEqual(
+        expect.objectContaining({
+          level: 'warn',
+          waiting_for: expect.any(String),
+          msg: expect.stringMatching(new RegExp(`^second ${signal} during shutdown: exiting at once`)),
+        }),
+      );
+    },
+  );
 });

@@ -1,9 +1,10 @@
-import { spawn } from 'node:child_process';
+import { execFile, spawn } from 'node:child_process';
+import { promisify } from 'node:util';
 import { randomBytes } from 'node:crypto';
 import path from 'node:path';
 import { PlaidEmulator } from '../src/emulator/plaid-emulator';
 import { createTestDatabase, poolerEnvironment, type TestDatabase } from './support/database';
-import { reachableTempDir, removeTempDirs } from './support/main-process';
+import { reachableTempDir, removeTempDirs, startMainProcess } from './support/main-process';
 
 const MAIN = path.resolve(__dirname, '..', 'dist', 'main.js');
 const PLAID = { clientId: 'terminal-client', secret: `plaid-${randomBytes(8).toString('hex')}` };
@@ -74,5 +75,55 @@ describe('logs at a terminal', () => {
     expect(curlLines[1]).toContain(`-d '{"subscription_user_id":"user-1","app_name":"My App"}'`);
     expect(output).not.toContain('\\"');
     expect(output.split('\n').filter((line) => line.trim().startsWith('{"level"'))).toEqual([]);
+  });
+
+  it('when the log is not a terminal (piped, as under compose, an IDE or tee), then the try: lines are printed as plain text that pastes into bash and answers 200', async () => {
+    const dataDir = reachableTempDir(tempDirs);
+    const service = await startMainProcess({
+      NODE_ENV: 'development',
+      PORT: '0',
+      DATABASE_URL: database.url,
+      DATA_DIR: dataDir,
+      PLAID_CLIENT_ID: PLAID.clientId,
+      PLAID_SECRET: PLAID.secret,
+      PLAID_BASE_URL: emulator.url,
+    });
+    try {
+      // The lines a person sees and copies: those that read `try: …`, wherever the process wrote them.
+      const printed = () =>
+        service.output
+          .join('\n')
+          .split('\n')
+          .filter((line) => line.startsWith('try: '));
+      for (let waited = 0; printed().length < 2 && waited < 5_000; waited += 50) {
+        await new Promise((resolve) => setTimeout(resolve, 50));
+      }
+      const commands = printed().map((line) => line.slice('try: '.length));
+
+      expect(commands).toHaveLength(2);
+      // Asynchronously: the emulator answering the service's Plaid calls runs in this process.
+      const paste = async (command: string) =>
+        (await promisify(execFile)('bash', ['-c', command], { env: { PATH: process.env.PATH ?? '' } }))
+          .stdout;
+      for (const command of commands) {
+        expect(await paste(`${command} -o /dev/null -w '%{http_code}'`)).toBe('200');
+      }
+      const [stats, linkToken] = await Promise.all(
+        commands.map(async (command) => JSON.parse(await paste(command)) as object),
+      );
+      expect(stats).toHaveProperty('notifications');
+      expect(linkToken).toEqual(
+        expect.objectContaining({ link_token: expect.stringMatching(/^link-sandbox-/) }),
+      );
+      // The JSON log keeps its own line of each.
+      const logged = service.output
+        .filter((line) => line.startsWith('{'))
+        .map((line) => (JSON.parse(line) as { msg: string }).msg)
+        .filter((message) => message.startsWith('try: '));
+      expect(logged.map((message) => message.slice('try: '.length))).toEqual(commands);
+    } finally {
+      service.child.kill('SIGTERM');
+      await service.exited;
+    }
   });
 });

@@ -317,6 +317,114 @@ describe('notifications to the website', () => {
   });
 });
 
+describe('a website that answers 429 with a short Retry-After', () => {
+  const secret = newWebhookSecret();
+  const receiver = new WebhookReceiver();
+  let notifying: NotifyingService;
+  let service: ServiceContext;
+  beforeAll(async () => {
+    await receiver.start();
+    notifying = await startNotifyingService(receiver.url('/notifications'), [secret], {
+      env: { WEBSITE_WEBHOOK_RETRY_SCHEDULE_SECONDS: '60,60,60,60,60,60,60,60,60' },
+    });
+    service = notifying.service;
+  });
+  afterAll(async () => {
+    await notifying.close();
+    await receiver.close();
+  });
+
+  /** The first refused attempt's row: attempts, the status, and how long until the next attempt. */
+  async function firstRefusal(retryAfter: string) {
+    const user = uniqueUserId();
+    const { itemId } = await connectInstitution(service, user);
+    await service.emulator.flushWebhooks();
+    receiver.status = 429;
+    receiver.headers = { 'Retry-After': retryAfter };
+    try {
+      service.emulator.sendItemWebhook(itemId, 'USER_PERMISSION_REVOKED');
+      const [row] = await waitFor('the refused attempt', async () => {
+        const rows = await rowsOf(
+          service,
+          `SELECT attempts, last_status, extract(epoch FROM next_attempt_at - now())::float AS wait_seconds
+             FROM outbox WHERE provider_item_id = $1 AND kind = 'website_notification'
+              AND last_status IS NOT NULL`,
+          [itemId],
+        );
+        return rows.length > 0 ? rows : undefined;
+      });
+      return row as { attempts: number; last_status: number; wait_seconds: number };
+    } finally {
+      receiver.status = 200;
+      receiver.headers = {};
+    }
+  }
+
+  it.each([
+    ['0', '0'],
+    ['1', '1'],
+    ['a date already past', new Date(Date.now() - 3_600_000).toUTCString()],
+  ])(
+    'when the website answers 429 with Retry-After %s, then the next attempt still waits the schedule’s 60 s (±10 %%)',
+    async (_label, retryAfter) => {
+      const row = await firstRefusal(retryAfter);
+
+      expect(row).toMatchObject({ attempts: 1, last_status: 429 });
+      expect(row.wait_seconds).toBeGreaterThan(60 * 0.9 - 1);
+      expect(row.wait_seconds).toBeLessThanOrEqual(60 * 1.1);
+    },
+  );
+
+  it('when the website answers 429 with a Retry-After of a week, then the next attempt waits a day, no more', async () => {
+    const row = await firstRefusal(String(7 * 86_400));
+
+    expect(row).toMatchObject({ attempts: 1, last_status: 429 });
+    expect(row.wait_seconds).toBeGreaterThan(86_400 - 10);
+    expect(row.wait_seconds).toBeLessThanOrEqual(86_400);
+  });
+});
+
+describe('a website that keeps answering 429 with Retry-After: 0', () => {
+  it('when every attempt is refused with Retry-After: 0, then the notification fails only once the whole schedule has passed', async () => {
+    const secret = newWebhookSecret();
+    const receiver = await new WebhookReceiver().start();
+    receiver.status = 429;
+    receiver.headers = { 'Retry-After': '0' };
+    // Three retries, 2 s apart (±10 %): 5.4 s at the least from the first attempt to the failure.
+    const notifying = await startNotifyingService(receiver.url(), [secret], {
+      env: { WEBSITE_WEBHOOK_RETRY_SCHEDULE_SECONDS: '2,2,2' },
+    });
+    try {
+      const { service } = notifying;
+      const user = uniqueUserId();
+      const { accessToken } = await connectInstitution(service, user);
+      await removeInstitution(service, user, accessToken);
+      const [failed] = await waitFor(
+        'the notification to fail',
+        async () => {
+          const rows = await rowsOf(
+            service,
+            `SELECT state, attempts, last_status FROM outbox
+              WHERE kind = 'website_notification' AND subscription_user_id = $1 AND state = 'dead'`,
+            [user],
+          );
+          return rows.length > 0 ? rows : undefined;
+        },
+        20_000,
+      );
+
+      const attemptTimes = receiver.received.map((received) => Number(received.headers['webhook-timestamp']));
+      expect(failed).toEqual({ state: 'dead', attempts: 4, last_status: 429 });
+      expect(attemptTimes).toHaveLength(4);
+      // webhook-timestamp is in whole seconds: 5.4 s can show as 5.
+      expect(attemptTimes[3]! - attemptTimes[0]!).toBeGreaterThanOrEqual(5);
+    } finally {
+      await notifying.close();
+      await receiver.close();
+    }
+  }, 30_000);
+});
+
 describe('notifications to the website, signed with two secrets', () => {
   it('when two secrets are configured, then a website knowing only the second verifies every notification', async () => {
     const [oldSecret, newSecret] = [newWebhookSecret(), newWebhookSecret()];

@@ -26,6 +26,60 @@ export const KEY_FORMAT_PROBLEM = `must be base64 of exactly ${KEY_BYTES} bytes,
 
 export const isOneRepeatedByte = (bytes: Buffer) => bytes.every((byte) => byte === bytes[0]);
 
+/** Plaid's production host: a PLAID_BASE_URL there means real Plaid, whatever PLAID_ENV says. */
+export const PLAID_PRODUCTION_HOST = 'production.plaid.com';
+
+const hostOf = (url: string | undefined): string | undefined => {
+  if (!url?.trim()) return undefined;
+  try {
+    // The URL parser lowers the host's case; a trailing dot names the same host.
+    return new URL(url.trim()).hostname.replace(/\.$/, '');
+  } catch {
+    return undefined;
+  }
+};
+
+/**
+ * Settings that mean a provider's production (real banks, real money): each demands NODE_ENV=production,
+ * so that every production rule applies. A provider joins with one line.
+ */
+const REAL_PROVIDER_SETTINGS: readonly {
+  setting: string;
+  means: string;
+  isSet: (environment: Readonly<Record<string, string | undefined>>) => boolean;
+}[] = [
+  {
+    setting: 'PLAID_ENV=production',
+    means: 'real Plaid',
+    isSet: (environment) => environment.PLAID_ENV?.trim() === 'production',
+  },
+  {
+    setting: `PLAID_BASE_URL on ${PLAID_PRODUCTION_HOST}`,
+    means: 'real Plaid',
+    isSet: (environment) => hostOf(environment.PLAID_BASE_URL) === PLAID_PRODUCTION_HOST,
+  },
+];
+
+/**
+ * A real provider outside NODE_ENV=production is refused rather than switched to production's rules:
+ * switching would also switch defaults (HOST, the secrets generated in DATA_DIR) behind the operator's
+ * back. Read from the raw environment, so that it is said even beside a malformed setting.
+ */
+export function realProviderOutsideProductionProblem(
+  environment: Readonly<Record<string, string | undefined>>,
+): string | undefined {
+  const nodeEnv = environment.NODE_ENV?.trim();
+  if (nodeEnv === 'production') return undefined;
+  const found = REAL_PROVIDER_SETTINGS.filter((rule) => rule.isSet(environment));
+  if (found.length === 0) return undefined;
+  const means = [...new Set(found.map((rule) => rule.means))].join(' and ');
+  return (
+    `NODE_ENV: ${found.map((rule) => rule.setting).join(' and ')} ${found.length > 1 ? 'mean' : 'means'} ${means}, ` +
+    `but NODE_ENV is ${nodeEnv ? nodeEnv : 'not set (so development)'}: set NODE_ENV=production so that every ` +
+    `production rule applies (secrets, keys, HOST, https:// URLs), or point the service at a sandbox`
+  );
+}
+
 /** Which of a list's entries is meant, without ever showing the value. */
 export const entryName = (index: number, count: number) =>
   count > 1 ? ` (entry ${index + 1} of ${count})` : '';

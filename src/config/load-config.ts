@@ -11,9 +11,11 @@ import {
   entryName,
   isOneRepeatedByte,
   keyFormatProblems,
+  realProviderOutsideProductionProblem,
   secretWeaknesses,
   timingProblems,
 } from './config-rules';
+import { shutdownDeadlineMs } from './time-budgets';
 
 /** The secrets and keys that, outside production, are generated in DATA_DIR when not configured. */
 export type LocalSecretKind =
@@ -101,6 +103,7 @@ const environmentSchema = z.object({
   WEBSITE_WEBHOOK_SECRET: commaList,
   WEBSITE_WEBHOOK_RETRY_SCHEDULE_SECONDS: commaList.default(DEFAULT_NOTIFICATION_RETRY_SCHEDULE.map(String)),
   METRICS_BEARER_TOKEN: optionalText,
+  METRICS_ALLOW_UNAUTHENTICATED: optionalText.pipe(z.enum(['true', 'false']).optional()),
   OUTBOX_POLL_INTERVAL_MS: positiveInt(5_000),
   OUTBOX_MAX_BACKOFF_SECONDS: positiveInt(3_600),
   OUTBOX_RETRY_HORIZON_HOURS: positiveInt(168),
@@ -149,8 +152,12 @@ export interface Config {
   trustProxy: boolean | number | string;
   /** Open client connections one instance accepts; more are refused at once. */
   maxConnections: number;
-  /** The metrics listener (on `host`); 0 turns it off. When a token is set, scrapes must send it. */
-  metrics: { port: number; bearerToken: string | undefined };
+  /**
+   * The metrics listener (on `host`); 0 turns it off. When a token is set, scrapes must send it.
+   * `runWithoutWhenBusy`: outside production with METRICS_PORT unset, a default port another process
+   * holds (a second instance on one host) warns and the service runs without metrics.
+   */
+  metrics: { port: number; bearerToken: string | undefined; runWithoutWhenBusy: boolean };
   /**
    * Signed notifications to the website (Standard Webhooks); off without a URL. Every secret signs; the
    * schedule is the wait before each retry, in seconds.
@@ -203,6 +210,11 @@ export interface Config {
   /** After SIGTERM, how long /readyz says 503 while requests are still served, before the listener closes. */
   shutdownGraceMs: number;
   /**
+   * The whole shutdown's limit, from the settings above (see `shutdownDeadlineMs`): past it the process
+   * logs what it still waited for and exits 1.
+   */
+  shutdownDeadlineMs: number;
+  /**
    * Whether answers carry access tokens (the exchange's and the refresh's account records). `false`
    * keeps them here only: the website names connections by `item_id`.
    */
@@ -224,13 +236,18 @@ export function loadConfig(
   environment: Environment,
   options: { localSecrets?: LocalSecretSource } = {},
 ): Config {
+  const realProviderProblem = realProviderOutsideProductionProblem(environment);
   const parsed = environmentSchema.safeParse(environment);
   if (!parsed.success) {
     throw new ConfigError([
+      ...(realProviderProblem ? [realProviderProblem] : []),
       ...describeIssues(parsed.error),
       ...KEY_NAMES.flatMap((name) => keyFormatProblems(name, environment[name])),
     ]);
   }
+  // Alone and before anything else: every other rule depends on NODE_ENV, and nothing is generated into
+  // DATA_DIR for a configuration that cannot run.
+  if (realProviderProblem) throw new ConfigError([realProviderProblem]);
   const env = parsed.data;
   const production = env.NODE_ENV === 'production';
   const problems: string[] = [];
@@ -344,6 +361,21 @@ export function loadConfig(
             `random characters when NODE_ENV=production (${GENERATE_ONE})`,
         );
       }
+      if (env.METRICS_ALLOW_UNAUTHENTICATED === 'true') {
+        problems.push(
+          'METRICS_ALLOW_UNAUTHENTICATED: must not be true beside METRICS_BEARER_TOKEN when NODE_ENV=production ' +
+            '(scrapes would need the token all the same); choose one',
+        );
+      }
+    } else if (env.METRICS_PORT !== 0 && env.METRICS_ALLOW_UNAUTHENTICATED !== 'true') {
+      // Metrics name institutions and show the service's load: serving them to anyone who reaches the
+      // port must be a choice, not what an unset variable does.
+      problems.push(
+        `METRICS_BEARER_TOKEN: is required when NODE_ENV=production while metrics are served (METRICS_PORT ` +
+          `${env.METRICS_PORT}): set it and give Prometheus the same token (${GENERATE_ONE}), or set ` +
+          'METRICS_ALLOW_UNAUTHENTICATED=true to serve them to anyone who reaches that port, or METRICS_PORT=0 ' +
+          'to turn them off',
+      );
     }
     if (trustProxy === true) {
       problems.push(
@@ -375,7 +407,11 @@ export function loadConfig(
     host: env.HOST ?? (production ? '0.0.0.0' : '127.0.0.1'),
     trustProxy,
     maxConnections: env.HTTP_MAX_CONNECTIONS,
-    metrics: { port: env.METRICS_PORT, bearerToken: env.METRICS_BEARER_TOKEN },
+    metrics: {
+      port: env.METRICS_PORT,
+      bearerToken: env.METRICS_BEARER_TOKEN,
+      runWithoutWhenBusy: !production && !environment.METRICS_PORT?.trim(),
+    },
     websiteNotifications,
     logLevel: env.LOG_LEVEL,
     internalSecrets,
@@ -436,6 +472,7 @@ export function loadConfig(
     tokenReencryption: { batchSize: env.TOKEN_REENCRYPT_BATCH_SIZE },
     shutdownTimeoutMs: env.SHUTDOWN_TIMEOUT_MS,
     shutdownGraceMs,
+    shutdownDeadlineMs: shutdownDeadlineMs(shutdownGraceMs, env.SHUTDOWN_TIMEOUT_MS, env.PLAID_TIMEOUT_MS),
     returnAccessTokens: env.RETURN_ACCESS_TOKENS !== 'false',
     localSecrets,
   };
@@ -463,14 +500,18 @@ function websiteNotificationsOf(
     const local = localSecret('website-webhook-secret');
     if (local) written = [local.value];
   }
+  const generateOne = 'generate one with: echo whsec_$(openssl rand -base64 32)';
   const secrets = written.flatMap((secret, index) => {
+    const where = `WEBSITE_WEBHOOK_SECRET${entryName(index, written.length)}`;
     const key = decodeWebhookSecret(secret);
     if (!key) {
       problems.push(
-        `WEBSITE_WEBHOOK_SECRET${entryName(index, written.length)}: must be whsec_ and the base64 of at least ` +
-          `${MIN_SECRET_BYTES} random bytes (generate one with: echo whsec_$(openssl rand -base64 32))`,
+        `${where}: must be whsec_ and the base64 of at least ${MIN_SECRET_BYTES} random bytes (${generateOne})`,
       );
       return [];
+    }
+    if (production && isOneRepeatedByte(key)) {
+      problems.push(`${where}: is one byte repeated, not a random key (${generateOne})`);
     }
     return [key];
   });

@@ -27,3 +27,13 @@ export const EXCHANGE_ABANDON_AFTER_MS = 300_000;
 export function exchangeCriticalWindowMs(plaidTimeoutMs: number): number {
   return plaidTimeoutMs + DATABASE_CONNECT_TIMEOUT_MS + DATABASE_STATEMENT_TIMEOUT_MS;
 }
+
+/**
+ * How long a whole shutdown may take before the process stops waiting and exits 1: the grace
+ * (SHUTDOWN_GRACE_MS), the listener's SHUTDOWN_TIMEOUT_MS, then as long again for what stops after the
+ * listener (exchanges carried to their end, the workers' calls under way, the pools, the embedded
+ * database), and never less than one exchange's window for that part.
+ */
+export function shutdownDeadlineMs(graceMs: number, timeoutMs: number, plaidTimeoutMs: number): number {
+  return graceMs + timeoutMs + Math.max(timeoutMs, exchangeCriticalWindowMs(plaidTimeoutMs));
+}

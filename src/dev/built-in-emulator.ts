@@ -1,5 +1,6 @@
 import type { Config } from '../config/load-config';
 import { PlaidEmulator } from '../emulator/plaid-emulator';
+import { explainBusyPort } from '../http/server';
 import type { Logger } from '../observability/logger';
 
 /** It accepts any pair, so the website team can call its sandbox endpoints with any credentials. */
@@ -18,7 +19,10 @@ export async function startBuiltInEmulator(
   close: () => Promise<void>;
 }> {
   const emulator = new PlaidEmulator();
-  const url = await emulator.listen(config.plaid.emulatorPort);
+  const host = '127.0.0.1';
+  const url = await emulator.listen(config.plaid.emulatorPort, host).catch((error: unknown) => {
+    throw explainBusyPort(error, 'PLAID_EMULATOR_PORT', config.plaid.emulatorPort, host);
+  });
   const webhookUrl =
     config.plaid.webhookUrl ??
     (config.port === 0 ? undefined : `http://127.0.0.1:${config.port}/webhooks/plaid`);

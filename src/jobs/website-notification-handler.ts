@@ -15,16 +15,19 @@ export interface WebsiteNotificationSettings {
 }
 
 const DEFAULT_TIMEOUT_MS = 15_000;
-/** A Retry-After is honoured up to a day: a longer one would outlive the whole schedule. */
+/** A Retry-After lengthens a wait up to a day: a longer one would outlive the whole schedule. */
 const MAX_RETRY_AFTER_SECONDS = 86_400;
 const USER_AGENT = 'account-connection-service-webhooks/1';
 
-/** `Retry-After` in seconds (a number or an HTTP date), bounded; undefined when absent or unreadable. */
+/**
+ * `Retry-After` in seconds (a number or an HTTP date), from 0 (a date already past) to a day; undefined
+ * when absent or unreadable.
+ */
 export function parseRetryAfter(value: string | null, now = Date.now()): number | undefined {
   if (!value) return undefined;
   const seconds = /^\d+$/.test(value.trim()) ? Number(value.trim()) : (Date.parse(value) - now) / 1000;
   if (!Number.isFinite(seconds)) return undefined;
-  return Math.min(MAX_RETRY_AFTER_SECONDS, Math.max(1, Math.ceil(seconds)));
+  return Math.min(MAX_RETRY_AFTER_SECONDS, Math.max(0, Math.ceil(seconds)));
 }
 
 /** The schedule's wait before retry `retry` (1-based), ±10 %, so that a burst does not come back at once. */
@@ -36,8 +39,10 @@ function scheduledDelaySeconds(schedule: readonly number[], retry: number): numb
 /**
  * Delivers notifications to the website, signed per Standard Webhooks v1: a 2xx is delivered; `410 Gone`
  * fails it at once; anything else (another status, a redirect — never followed —, a timeout, a refused
- * connection) is retried on the schedule, or after the website's `Retry-After` on a 429 or 503; past
- * the schedule it has failed. The same `webhook-id` and body on every attempt.
+ * connection) is retried on the schedule; the website's `Retry-After` on a 429 or 503 can only lengthen
+ * a wait, never shorten it, since every attempt counts against the schedule: `Retry-After: 0` would
+ * otherwise spend a day's schedule in seconds. Past the schedule it has failed. The same `webhook-id`
+ * and body on every attempt.
  */
 export class WebsiteNotificationHandler implements OutboxHandler {
   readonly kind = 'website_notification' as const;
@@ -96,7 +101,10 @@ export class WebsiteNotificationHandler implements OutboxHandler {
       error: failure.error,
       status: failure.status,
       cause: failure.cause,
-      retryInSeconds: failure.retryAfter ?? scheduledDelaySeconds(schedule, lease.attemptsInSchedule),
+      retryInSeconds: Math.max(
+        scheduledDelaySeconds(schedule, lease.attemptsInSchedule),
+        failure.retryAfter ?? 0,
+      ),
       giveUp: { now: exhausted },
     };
   }

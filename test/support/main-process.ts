@@ -33,9 +33,12 @@ export function removeTempDirs(dirs: string[]): void {
 /**
  * Runs `node dist/main.js` (what `npm start` execs) with exactly `env` (behind PgBouncer, with the
  * DATABASE_DIRECT_URL an operator would add), and resolves once it says it listens (and, without Plaid
- * credentials, where its built-in emulator is).
+ * credentials, where its built-in emulator is). A variable given as undefined is left unset.
  */
-export async function startMainProcess(env: Record<string, string>, main = MAIN): Promise<MainProcess> {
+export async function startMainProcess(
+  env: Record<string, string | undefined>,
+  main = MAIN,
+): Promise<MainProcess> {
   // The metrics listener is off unless a test asks for it: several services run at once here.
   const child = spawn(process.execPath, [main], {
     env: { PATH: process.env.PATH ?? '', METRICS_PORT: '0', ...env, ...poolerEnvironment(env) },

@@ -2,7 +2,8 @@
 // ESM-only, and jest's module system cannot import it without --experimental-vm-modules.
 // argv[2] is JSON: { "dataDir": "…" } runs openServiceDatabase (what `npm start` does), or
 // { "databaseDir": "…", "password": "…" } runs startEmbeddedPostgres. Logs go to stderr; once started,
-// one JSON line with the connection string goes to stdout; closing stdin stops the database and exits.
+// one JSON line with the connection string goes to stdout; closing stdin stops the database and exits
+// (0 once stop() returned).
 import { createRequire } from 'node:module';
 
 const require = createRequire(import.meta.url);
@@ -28,6 +29,12 @@ try {
       );
   process.stdout.write(`${JSON.stringify({ connectionString: database.connectionString })}\n`);
   process.stdin.on('end', () => {
+    // A stop() that never settles would otherwise look like success: node exits 0 once nothing is left
+    // to wait on. Exit 3 says so instead.
+    process.once('beforeExit', () => {
+      process.stderr.write('stop() never returned\n');
+      process.exit(3);
+    });
     void database.stop().then(() => process.exit(0));
   });
   process.stdin.resume();

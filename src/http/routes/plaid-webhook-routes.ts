@@ -1,10 +1,11 @@
+import { PLAID_WEBHOOK_PATH } from '../../vocabulary/plaid-webhooks';
 import { defineEndpoint } from '../endpoint-declaration';
 import { webhookBody, webhookResponse } from '../schemas/connection-schemas';
 
 export const receivePlaidWebhook = defineEndpoint({
   operationId: 'receivePlaidWebhook',
   method: 'post',
-  path: '/webhooks/plaid',
+  path: PLAID_WEBHOOK_PATH,
   access: 'plaid-signature',
   tags: ['ConnectionHealth'],
   summary: "Plaid's webhooks about Items",

@@ -4,6 +4,7 @@ import { createApp } from '../src/app';
 import { toAppDependencies } from '../src/dependencies';
 import { createLogger } from '../src/observability/logger';
 import { bringDatabaseUp, takeDatabaseDown } from './support/database';
+import { postPlaidWebhook } from './support/requests';
 import {
   asAdmin,
   asWebsite,
@@ -197,6 +198,44 @@ describe('the request log', () => {
       }),
     ]);
     expect(JSON.stringify(lines)).not.toContain('"stack"');
+  });
+
+  it('when a verified webhook names an Item, then its request line carries that item_id, even when applying it failed; an unverified one’s never', async () => {
+    const webhookOf = (itemId: string) =>
+      JSON.stringify({
+        webhook_type: 'ITEM',
+        webhook_code: 'LOGIN_REPAIRED',
+        item_id: itemId,
+        environment: 'sandbox',
+      });
+    const known = webhookOf(`item-${randomUUID()}`);
+    const planted = webhookOf('item-planted-by-a-stranger');
+    const redelivered = webhookOf(`item-${randomUUID()}`);
+
+    const verified = await postPlaidWebhook(service, known, service.emulator.signWebhook(known));
+    const forged = await postPlaidWebhook(service, planted, service.emulator.signWebhook(known));
+    await takeDatabaseDown(service.database.name);
+    let failed;
+    try {
+      failed = await postPlaidWebhook(service, redelivered, service.emulator.signWebhook(redelivered));
+    } finally {
+      await bringDatabaseUp(service.database.name);
+    }
+
+    expect([verified.status, forged.status, failed.status]).toEqual([200, 401, 503]);
+    expect(requestLine(verified.headers['x-request-id'] as string)).toMatchObject({
+      msg: 'POST /webhooks/plaid 200',
+      item_id: JSON.parse(known).item_id,
+    });
+    expect(requestLine(failed.headers['x-request-id'] as string)).toMatchObject({
+      msg: 'POST /webhooks/plaid 503',
+      code: 'DATABASE_UNAVAILABLE',
+      item_id: JSON.parse(redelivered).item_id,
+    });
+    const refused = requestLine(forged.headers['x-request-id'] as string);
+    expect(refused).toMatchObject({ msg: 'POST /webhooks/plaid 401', code: 'WEBHOOK_UNVERIFIED' });
+    expect(refused).not.toHaveProperty('item_id');
+    expect(service.logs.some((line) => line.includes('item-planted-by-a-stranger'))).toBe(false);
   });
 
   it('when a whole session has been logged, then every field of every line is named in snake_case', () => {

@@ -218,7 +218,7 @@ describe('the Plaid provider wrapper', () => {
     expect(Date.now() - started).toBeLessThan(2_000);
   });
 
-  it('when a call never reaches Plaid (a name that does not resolve, a refused connection), then its log line names the cause: code, syscall and host', async () => {
+  it('when a call gets no answer from Plaid (a name that does not resolve, a refused connection, a timeout), then its log line names the cause: code, syscall and host', async () => {
     const lines: Record<string, unknown>[] = [];
     const capture = createLogger({
       level: 'info',
@@ -239,8 +239,12 @@ describe('the Plaid provider wrapper', () => {
       maxAttempts: 1,
     });
 
+    const slow = providerWith({ logger: capture, maxAttempts: 1, timeoutMs: 200 });
+    emulator.injectFault({ path: '/institutions/get_by_id', delay_ms: 1_000 });
+
     const notFound = await failureOf(unresolvable.getInstitutionName('ins_109508'));
     const notListening = await failureOf(refused.getInstitutionName('ins_109508'));
+    const timedOut = await failureOf(slow.getInstitutionName('ins_109508'));
 
     expect(notFound.detail).toMatch(/ENOTFOUND|EAI_AGAIN/);
     expect(notListening.detail).toMatch(/ECONNREFUSED/);
@@ -265,7 +269,14 @@ describe('the Plaid provider wrapper', () => {
         host: '127.0.0.1',
         port: closedPort,
       }),
+      expect.objectContaining({
+        msg: 'Plaid call failed: institutions/get_by_id timeout',
+        kind: 'timeout',
+        network_error: 'ECONNABORTED',
+        host: '127.0.0.1',
+      }),
     ]);
+    expect(timedOut.kind).toBe('timeout');
     expect(JSON.stringify(lines)).not.toContain('secret');
   });
 

@@ -306,7 +306,7 @@ export class PlaidProvider implements AccountProvider {
             }
           : {}),
       },
-      `Plaid call failed: ${operation} ${failure.errorCode ?? network?.code ?? failure.kind}`,
+      `Plaid call failed: ${operation} ${failure.errorCode ?? (failure.kind === 'timeout' ? null : network?.code) ?? failure.kind}`,
     );
   }
 

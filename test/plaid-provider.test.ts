@@ -218,6 +218,68 @@ describe('the Plaid provider wrapper', () => {
     expect(Date.now() - started).toBeLessThan(2_000);
   });
 
+  it('when a call gets no answer from Plaid (a name that does not resolve, a refused connection, a timeout), then its log line names the cause: code, syscall and host', async () => {
+    const lines: Record<string, unknown>[] = [];
+    const capture = createLogger({
+      level: 'info',
+      destination: { write: (line: string) => lines.push(JSON.parse(line) as Record<string, unknown>) },
+    });
+    const closed = http.createServer();
+    await new Promise<void>((resolve) => closed.listen(0, '127.0.0.1', resolve));
+    const closedPort = (closed.address() as AddressInfo).port;
+    await new Promise((resolve) => closed.close(resolve));
+    const unresolvable = providerWith({
+      baseUrl: 'http://plaid-emulator.invalid',
+      logger: capture,
+      maxAttempts: 1,
+    });
+    const refused = providerWith({
+      baseUrl: `http://127.0.0.1:${closedPort}`,
+      logger: capture,
+      maxAttempts: 1,
+    });
+
+    const slow = providerWith({ logger: capture, maxAttempts: 1, timeoutMs: 200 });
+    emulator.injectFault({ path: '/institutions/get_by_id', delay_ms: 1_000 });
+
+    const notFound = await failureOf(unresolvable.getInstitutionName('ins_109508'));
+    const notListening = await failureOf(refused.getInstitutionName('ins_109508'));
+    const timedOut = await failureOf(slow.getInstitutionName('ins_109508'));
+
+    expect(notFound.detail).toMatch(/ENOTFOUND|EAI_AGAIN/);
+    expect(notListening.detail).toMatch(/ECONNREFUSED/);
+    const failed = lines.filter((line) => String(line.msg).startsWith('Plaid call failed'));
+    expect(failed).toEqual([
+      expect.objectContaining({
+        level: 'warn',
+        msg: expect.stringMatching(/^Plaid call failed: institutions\/get_by_id (ENOTFOUND|EAI_AGAIN)$/),
+        operation: 'institutions/get_by_id',
+        kind: 'failed',
+        network_error: expect.stringMatching(/^(ENOTFOUND|EAI_AGAIN)$/),
+        syscall: 'getaddrinfo',
+        host: 'plaid-emulator.invalid',
+      }),
+      expect.objectContaining({
+        level: 'warn',
+        msg: 'Plaid call failed: institutions/get_by_id ECONNREFUSED',
+        operation: 'institutions/get_by_id',
+        kind: 'failed',
+        network_error: 'ECONNREFUSED',
+        syscall: 'connect',
+        host: '127.0.0.1',
+        port: closedPort,
+      }),
+      expect.objectContaining({
+        msg: 'Plaid call failed: institutions/get_by_id timeout',
+        kind: 'timeout',
+        network_error: 'ECONNABORTED',
+        host: '127.0.0.1',
+      }),
+    ]);
+    expect(timedOut.kind).toBe('timeout');
+    expect(JSON.stringify(lines)).not.toContain('secret');
+  });
+
   it('when a read fails on the first two attempts, then the third succeeds', async () => {
     const provider = providerWith();
     const { accessToken } = await exchangeNewItem(provider);

@@ -1,5 +1,7 @@
 import type { Server } from 'node:http';
+import { ENDPOINTS } from '../src/http/endpoint-list';
 import { listen } from '../src/http/server';
+import { PLAID_WEBHOOK_PATH } from '../src/vocabulary/plaid-webhooks';
 import { endpointOf, secretFor, sendFrom } from './support/requests';
 import { startService, type ServiceContext } from './support/service';
 
@@ -85,5 +87,13 @@ describe('the public route', () => {
     expect(filedUnderChosen.every((line) => line.includes(endpointOf('getConnectionStatus').path))).toBe(
       true,
     );
+  });
+
+  it('when the endpoints are listed, then the only public one is the path tracing refuses to continue a sender’s trace on', () => {
+    const publicPaths = ENDPOINTS.filter((endpoint) => endpoint.access === 'plaid-signature').map(
+      (endpoint) => endpoint.path,
+    );
+
+    expect(publicPaths).toEqual([PLAID_WEBHOOK_PATH]);
   });
 });

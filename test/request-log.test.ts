@@ -1,4 +1,10 @@
 import { randomUUID } from 'node:crypto';
+import supertest from 'supertest';
+import { createApp } from '../src/app';
+import { toAppDependencies } from '../src/dependencies';
+import { createLogger } from '../src/observability/logger';
+import { bringDatabaseUp, takeDatabaseDown } from './support/database';
+import { postPlaidWebhook } from './support/requests';
 import {
   asAdmin,
   asWebsite,
@@ -137,6 +143,99 @@ describe('the request log', () => {
       level: 'debug',
       status: 200,
     });
+  });
+
+  it('when /readyz answers 503 (shutting down, the database not answering), then its line is at info or warn, never error', async () => {
+    // The same service as an instance in its shutdown grace: what main builds once SIGTERM came.
+    const graceLines: string[] = [];
+    const graceLogger = createLogger({
+      level: 'trace',
+      destination: { write: (line: string) => graceLines.push(line) },
+    });
+    const inGrace = createApp({
+      ...toAppDependencies(service.config, graceLogger, service.deps),
+      isShuttingDown: () => true,
+    });
+
+    const leaving = await supertest(inGrace).get('/readyz');
+    await takeDatabaseDown(service.database.name);
+    let outage;
+    try {
+      outage = await service.http.get('/readyz');
+    } finally {
+      await bringDatabaseUp(service.database.name);
+    }
+
+    expect(leaving.status).toBe(503);
+    expect(leaving.body.code).toBe('SHUTTING_DOWN');
+    expect(outage.status).toBe(503);
+    expect(outage.body.code).toBe('DATABASE_UNAVAILABLE');
+    const leavingLines = graceLines.map((line) => JSON.parse(line) as LogLine);
+    expect(leavingLines).toEqual([
+      expect.objectContaining({ level: 'info', route: '/readyz', status: 503, code: 'SHUTTING_DOWN' }),
+    ]);
+    expect(linesOf(outage.headers['x-request-id'] as string)).toEqual([
+      expect.objectContaining({ level: 'warn', route: '/readyz', status: 503, code: 'DATABASE_UNAVAILABLE' }),
+    ]);
+  });
+
+  it('when a body is malformed JSON, then 400 MALFORMED_JSON and its only line is the request line at info, without a stack', async () => {
+    const response = await service.http
+      .post('/create-link-token')
+      .set(asWebsite)
+      .set('Content-Type', 'application/json')
+      .send('{"subscription_user_id":');
+
+    expect(response.status).toBe(400);
+    expect(response.body.code).toBe('MALFORMED_JSON');
+    const lines = linesOf(response.headers['x-request-id'] as string);
+    expect(lines).toEqual([
+      expect.objectContaining({
+        level: 'info',
+        msg: 'POST /create-link-token 400',
+        status: 400,
+        code: 'MALFORMED_JSON',
+      }),
+    ]);
+    expect(JSON.stringify(lines)).not.toContain('"stack"');
+  });
+
+  it('when a verified webhook names an Item, then its request line carries that item_id, even when applying it failed; an unverified one’s never', async () => {
+    const webhookOf = (itemId: string) =>
+      JSON.stringify({
+        webhook_type: 'ITEM',
+        webhook_code: 'LOGIN_REPAIRED',
+        item_id: itemId,
+        environment: 'sandbox',
+      });
+    const known = webhookOf(`item-${randomUUID()}`);
+    const planted = webhookOf('item-planted-by-a-stranger');
+    const redelivered = webhookOf(`item-${randomUUID()}`);
+
+    const verified = await postPlaidWebhook(service, known, service.emulator.signWebhook(known));
+    const forged = await postPlaidWebhook(service, planted, service.emulator.signWebhook(known));
+    await takeDatabaseDown(service.database.name);
+    let failed;
+    try {
+      failed = await postPlaidWebhook(service, redelivered, service.emulator.signWebhook(redelivered));
+    } finally {
+      await bringDatabaseUp(service.database.name);
+    }
+
+    expect([verified.status, forged.status, failed.status]).toEqual([200, 401, 503]);
+    expect(requestLine(verified.headers['x-request-id'] as string)).toMatchObject({
+      msg: 'POST /webhooks/plaid 200',
+      item_id: JSON.parse(known).item_id,
+    });
+    expect(requestLine(failed.headers['x-request-id'] as string)).toMatchObject({
+      msg: 'POST /webhooks/plaid 503',
+      code: 'DATABASE_UNAVAILABLE',
+      item_id: JSON.parse(redelivered).item_id,
+    });
+    const refused = requestLine(forged.headers['x-request-id'] as string);
+    expect(refused).toMatchObject({ msg: 'POST /webhooks/plaid 401', code: 'WEBHOOK_UNVERIFIED' });
+    expect(refused).not.toHaveProperty('item_id');
+    expect(service.logs.some((line) => line.includes('item-planted-by-a-stranger'))).toBe(false);
   });
 
   it('when a whole session has been logged, then every field of every line is named in snake_case', () => {

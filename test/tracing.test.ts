@@ -1,4 +1,4 @@
-import { randomBytes } from 'node:crypto';
+import { randomBytes, randomUUID } from 'node:crypto';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { PlaidEmulator } from '../src/emulator/plaid-emulator';
@@ -13,6 +13,7 @@ interface ReceivedSpan {
   parentSpanId?: string;
   name: string;
   attributes: { key: string; value: Record<string, unknown> }[];
+  links?: { traceId: string; spanId: string }[];
 }
 
 /** An OTLP/HTTP receiver (JSON, as the SDK's HTTP exporter sends it) that keeps every span. */
@@ -136,5 +137,78 @@ describe('traces over OTLP', () => {
       trace_id: traceId,
       span_id: expect.stringMatching(/^[0-9a-f]{16}$/),
     });
+  });
+
+  /** The spans named `name` the receiver got, once at least `count` are there (10 s at most). */
+  async function spansNamed(name: string, count = 1): Promise<ReceivedSpan[]> {
+    const deadline = Date.now() + 10_000;
+    const named = () => receiver.spans.filter((span) => span.name === name);
+    while (named().length < count && Date.now() < deadline) {
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+    return named();
+  }
+
+  it('when a request’s query carries a token or a secret, then its span’s url.query has their values redacted, as the log has', async () => {
+    const token = `access-sandbox-${randomUUID()}`;
+    const secretValue = randomBytes(12).toString('hex');
+
+    const response = await fetch(
+      `${service.serviceUrl}/connection-status?access_token=${token}&secret=${secretValue}&page=2&note=${encodeURIComponent(`public-sandbox-${randomUUID()}`)}`,
+      {
+        method: 'POST',
+        headers: { 'Content-Type': 'application/json', 'X-Internal-Secret': secret },
+        body: JSON.stringify({ subscription_user_id: 'query-user' }),
+      },
+    );
+    const [span] = await spansNamed('POST /connection-status');
+
+    expect(response.status).toBe(200);
+    expect(span).toBeDefined();
+    expect(attribute(span!, 'url.query')).toBe(
+      'access_token=[REDACTED]&secret=[REDACTED]&page=2&note=[REDACTED]',
+    );
+    expect(attribute(span!, 'url.path')).toBe('/connection-status');
+    const written = JSON.stringify(receiver.spans);
+    expect(written).not.toContain(token);
+    expect(written).not.toContain(secretValue);
+    expect(written).not.toMatch(/public-sandbox-[0-9a-f]{8}/);
+  });
+
+  it('when anyone posts to the public route with a traceparent, then its span starts a trace of ours, linked to theirs, and its lines carry our trace', async () => {
+    const theirTrace = randomBytes(16).toString('hex');
+    const theirSpan = randomBytes(8).toString('hex');
+    const webhook = (path: string) =>
+      fetch(`${service.serviceUrl}${path}`, {
+        method: 'POST',
+        headers: {
+          'Content-Type': 'application/json',
+          'Plaid-Verification': 'eyJhbGciOiJFUzI1NiIsImtpZCI6IngifQ.eyJpYXQiOjF9.c2lnbmF0dXJl',
+          traceparent: `00-${theirTrace}-${theirSpan}-01`,
+          baggage: 'tenant=chosen-by-sender',
+        },
+        body: JSON.stringify({ webhook_type: 'ITEM', webhook_code: 'ERROR', item_id: 'x' }),
+      });
+
+    // Routed the way Express routes it: case-insensitive, a trailing slash allowed.
+    const responses = [await webhook('/webhooks/plaid'), await webhook('/WEBHOOKS/Plaid/')];
+    const spans = await spansNamed('POST /webhooks/plaid', 2);
+
+    expect(responses.map((response) => response.status)).toEqual([401, 401]);
+    expect(spans).toHaveLength(2);
+    for (const span of spans) {
+      expect(span.traceId).not.toBe(theirTrace);
+      expect(span.parentSpanId ?? '').toBe('');
+      expect(span.links).toEqual([expect.objectContaining({ traceId: theirTrace, spanId: theirSpan })]);
+    }
+    expect(receiver.spans.filter((span) => span.traceId === theirTrace)).toEqual([]);
+    const requestLines = service.output
+      .filter((line) => line.startsWith('{'))
+      .map((line) => JSON.parse(line) as { trace_id?: string; msg: string })
+      .filter((line) => line.msg === 'POST /webhooks/plaid 401');
+    expect(requestLines).toHaveLength(2);
+    expect(requestLines.map((line) => line.trace_id).sort()).toEqual(
+      spans.map((span) => span.traceId).sort(),
+    );
   });
 });

@@ -5,8 +5,9 @@ import {
   Registry,
   collectDefaultMetrics,
   openMetricsContentType,
-  prometheusContentType,
-  type RegistryContentType,
+  type Metric,
+  type MetricObject,
+  type OpenMetricsContentType,
 } from 'prom-client';
 import { CONNECTION_STATUSES, type ConnectionStatus } from '../vocabulary/connection-statuses';
 import {
@@ -55,6 +56,26 @@ export type BreakerState = 'closed' | 'half_open' | 'open';
 
 const BREAKER_STATE_VALUES: Record<BreakerState, number> = { closed: 0, half_open: 1, open: 2 };
 
+/**
+ * A counter as the OpenMetrics registry holds it: its family named without `_total` (OpenMetrics adds
+ * it to each sample), its values read from the counter itself. prom-client's OpenMetrics rendering
+ * renames every counter it renders to its family name, in place; rendering this view instead leaves
+ * the counter, and so the text format, with its `_total` (prom-client 15.1.3; prometheus/client_js#829
+ * would stop the renaming). Built once; a scrape changes nothing.
+ */
+function openMetricsViewOf(counter: MetricObject & Pick<Counter, 'get' | 'reset'>): Metric {
+  const family = counter.name.replace(/_total$/, '');
+  const view = {
+    name: family,
+    help: counter.help,
+    type: 'counter',
+    aggregator: counter.aggregator,
+    get: async () => ({ ...(await counter.get()), name: family }),
+    reset: () => counter.reset(),
+  };
+  return view as unknown as Metric;
+}
+
 /** A pool's own counts, as pg keeps them. */
 export interface CountedPool {
   totalCount: number;
@@ -83,7 +104,10 @@ export type TokenReencryptionOutcome = (typeof TOKEN_REENCRYPTION_OUTCOMES)[numb
  * never prom-client itself.
  */
 export class ServiceMetrics {
-  readonly registry = new Registry<RegistryContentType>();
+  /** Every family, rendered in Prometheus's text format (0.0.4). */
+  readonly registry = new Registry();
+  /** The same families for a scraper that asks for OpenMetrics; each registry keeps its one format. */
+  private readonly openMetricsRegistry = new Registry<OpenMetricsContentType>();
   private readonly httpDuration;
   private readonly plaidDuration;
   private readonly plaidErrors;
@@ -104,8 +128,6 @@ export class ServiceMetrics {
   private readonly tokenReencryptionBatchFailures;
   private readonly knownPlaidErrorCodes = new Set<string>();
   private readonly pools = new Map<string, CountedPool>();
-  /** Scrapes switch the registry between the two formats: one at a time. */
-  private rendering: Promise<unknown> = Promise.resolve();
 
   constructor(options: { version: string; processMetrics?: boolean }) {
     const registers = [this.registry];
@@ -251,6 +273,11 @@ export class ServiceMetrics {
         }
       },
     });
+    // Set once, here: the registries never change format afterwards.
+    this.openMetricsRegistry.setContentType(openMetricsContentType);
+    for (const metric of this.registry.getMetricsAsArray() as unknown as (Metric & MetricObject)[]) {
+      this.openMetricsRegistry.registerMetric(metric instanceof Counter ? openMetricsViewOf(metric) : metric);
+    }
   }
 
   observeHttpRequest(method: string, route: string, statusCode: number, seconds: number): void {
@@ -349,13 +376,9 @@ export class ServiceMetrics {
 
   /** The metrics in Prometheus's text format, or OpenMetrics when the scraper accepts it. */
   async render(accept: string | undefined): Promise<{ contentType: string; body: string }> {
-    const openMetrics = accept?.includes('application/openmetrics-text') === true;
-    const run = this.rendering.then(async () => {
-      this.registry.setContentType(openMetrics ? openMetricsContentType : prometheusContentType);
-      return { contentType: this.registry.contentType, body: await this.registry.metrics() };
-    });
-    this.rendering = run.catch(() => undefined);
-    return run;
+    const registry =
+      accept?.includes('application/openmetrics-text') === true ? this.openMetricsRegistry : this.registry;
+    return { contentType: registry.contentType, body: await registry.metrics() };
   }
 
   private boundedErrorCode(code: string | null): string {

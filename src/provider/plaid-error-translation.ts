@@ -1,4 +1,4 @@
-import { isAxiosError } from 'axios';
+import { isAxiosError, type AxiosError } from 'axios';
 import {
   BrokenCircuitError,
   type IBackoff,
@@ -6,7 +6,7 @@ import {
   type IRetryBackoffContext,
 } from 'cockatiel';
 import { z } from 'zod';
-import { ProviderError, type ProviderFailureKind } from './provider-error';
+import { ProviderError, type NetworkCause, type ProviderFailureKind } from './provider-error';
 
 const plaidErrorSchema = z.object({
   error_type: z.string(),
@@ -33,6 +33,31 @@ function kindOfPlaidError(status: number, errorType: string, errorCode: string):
   return 'rejected';
 }
 
+const textOrNull = (value: unknown) => (typeof value === 'string' && value !== '' ? value : null);
+
+/**
+ * What the system said of a request that got no answer: the error code, the failed call, and the name
+ * that did not resolve or the address that refused (else the host the request was for). Only these
+ * fields are read: axios' error also holds the request's headers (PLAID-SECRET) and body.
+ */
+function networkCauseOf(error: AxiosError): NetworkCause {
+  const cause = (error.cause ?? {}) as Record<string, unknown>;
+  let host = textOrNull(cause.hostname) ?? textOrNull(cause.address);
+  if (host === null && error.config?.url) {
+    try {
+      host = new URL(error.config.url, error.config.baseURL).hostname;
+    } catch {
+      host = null;
+    }
+  }
+  return {
+    code: textOrNull(error.code) ?? textOrNull(cause.code),
+    syscall: textOrNull(cause.syscall),
+    host,
+    port: typeof cause.port === 'number' ? cause.port : null,
+  };
+}
+
 /** Translates whatever the SDK threw into a ProviderError, keeping nothing of axios' config. */
 export function toProviderError(operation: string, error: unknown): ProviderError {
   if (error instanceof ProviderError) return error;
@@ -50,6 +75,7 @@ export function toProviderError(operation: string, error: unknown): ProviderErro
       message: timedOut
         ? `${operation} timed out`
         : `${operation} could not reach the provider (${error.code ?? 'network error'})`,
+      network: networkCauseOf(error),
     });
   }
   const retryAfterSeconds = parseRetryAfter(response.headers?.['retry-after']);

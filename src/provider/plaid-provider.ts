@@ -286,6 +286,9 @@ export class PlaidProvider implements AccountProvider {
       seconds,
       plaidErrorCode: failure.errorCode,
     });
+    // A call that got no answer has no Plaid fields: the network's cause (ENOTFOUND, ECONNREFUSED, a
+    // timeout) says what happened, and where.
+    const network = failure.network;
     this.options.logger.warn(
       {
         ...fields,
@@ -294,8 +297,16 @@ export class PlaidProvider implements AccountProvider {
         error_code: failure.errorCode,
         plaid_request_id: failure.providerRequestId,
         http_status: failure.httpStatus,
+        ...(network
+          ? {
+              network_error: network.code,
+              syscall: network.syscall,
+              host: network.host,
+              ...(network.port === null ? {} : { port: network.port }),
+            }
+          : {}),
       },
-      `Plaid call failed: ${operation} ${failure.errorCode ?? failure.kind}`,
+      `Plaid call failed: ${operation} ${failure.errorCode ?? (failure.kind === 'timeout' ? null : network?.code) ?? failure.kind}`,
     );
   }
 

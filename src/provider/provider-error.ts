@@ -3,6 +3,17 @@ import { PROVIDER_FAILURE_CODES, type ProviderFailureKind } from '../vocabulary/
 
 export type { ProviderFailureKind };
 
+/** Where a call that got no answer failed, as the system said: nothing of the request itself. */
+export interface NetworkCause {
+  /** The system's (or the HTTP client's) error code: `ENOTFOUND`, `ECONNREFUSED`, `ECONNABORTED`… */
+  code: string | null;
+  /** The call that failed: `getaddrinfo`, `connect`, `read`… */
+  syscall: string | null;
+  /** The name that did not resolve, or the address that did not answer. */
+  host: string | null;
+  port: number | null;
+}
+
 /** A failed provider call, already translated into the service's error codes. */
 export class ProviderError extends AppError {
   constructor(
@@ -20,6 +31,8 @@ export class ProviderError extends AppError {
       reachedProvider?: boolean;
       /** Plaid's own `error_message`, for operators (never shown to the website). */
       providerMessage?: string | null;
+      /** Why no answer came (a name that did not resolve, a refused connection, a timeout). */
+      network?: NetworkCause | null;
     } = {},
   ) {
     const code = PROVIDER_FAILURE_CODES[kind];
@@ -36,6 +49,7 @@ export class ProviderError extends AppError {
     this.httpStatus = details.httpStatus ?? null;
     this.reachedProvider = details.reachedProvider ?? true;
     this.providerMessage = details.providerMessage?.slice(0, 300) ?? null;
+    this.network = details.network ?? null;
     // The request's log line names Plaid's code and request id: the one line to grep for a failure.
     if (this.errorCode) this.logFields.error_code = this.errorCode;
     if (this.providerRequestId) this.logFields.plaid_request_id = this.providerRequestId;
@@ -48,6 +62,8 @@ export class ProviderError extends AppError {
   /** False when the call never left the service: its breaker refused it, so Plaid said nothing new. */
   readonly reachedProvider: boolean;
   readonly providerMessage: string | null;
+  /** Set when the call got no answer: what the network said instead. */
+  readonly network: NetworkCause | null;
 
   /** The cause as an operator reads it: Plaid's code and message, else the service's own account. */
   describe(): string {

@@ -52,11 +52,17 @@ export class PlaidWebhooks {
     });
   }
 
-  /** `source`: the sender's address (look-ups of new signing keys are budgeted per source). */
+  /**
+   * `source`: the sender's address (look-ups of new signing keys are budgeted per source).
+   * `onVerified`: told the Item a webhook names once its signature verified, before it is applied (so
+   * the request's log line names it even when applying fails); nothing of a body that did not verify
+   * is handed out, so no sender can file lines under an Item of its choosing.
+   */
   async receiveWebhook(
     rawBody: Buffer,
     signature: string | undefined,
     source?: string,
+    onVerified?: (itemId: string) => void,
   ): Promise<WebhookOutcome> {
     let verified: VerifiedWebhook;
     try {
@@ -89,6 +95,7 @@ export class PlaidWebhooks {
       this.deps.metrics?.countWebhook(undefined, undefined, 'ignored');
       return 'ignored';
     }
+    if (parsed.data.item_id) onVerified?.(parsed.data.item_id);
     const verificationSha256 = createHash('sha256')
       .update((signature ?? '').trim())
       .digest();

@@ -1,4 +1,10 @@
 /**
+ * The one path anyone on the internet reaches (Plaid's webhooks, the public route): its declaration,
+ * and tracing, which must not continue a trace context its senders choose, name it from here.
+ */
+export const PLAID_WEBHOOK_PATH = '/webhooks/plaid';
+
+/**
  * Plaid's webhook types and codes (its API's `WebhookType` and the codes of each), declared once for
  * what is told apart in metrics: a type or code not listed (or one from an unverified body) is `other`.
  */

@@ -97,8 +97,10 @@ export function problemHandler(logger: Logger) {
     const problem = toAppError(error);
     noteProblem(res, { code: problem.code, ...problem.logFields });
     // The request's own line says what was answered (its code, and why); only what the service did not
-    // expect gets a line of its own, with its stack, to find the bug by.
-    if (!(error instanceof AppError))
+    // expect gets a line of its own, with its stack, to find the bug by. A client's body the parser
+    // refused (malformed JSON, too large, another charset) is the client's mistake, answered with its
+    // own code: the request line says it all.
+    if (!(error instanceof AppError) && problem.code === 'INTERNAL_ERROR')
       (req.log ?? logger).error({ err: error, code: problem.code }, 'request failed');
     if (res.headersSent) {
       res.destroy();

@@ -46,6 +46,28 @@ export function noteProblem(res: Response, fields: Record<string, string | numbe
 }
 
 /**
+ * A request line's level. A probe's (`/healthz`, `/readyz`) healthy answer is `debug`: probes come every
+ * few seconds. Its 503 is the answer it exists to give, not a failure of the request: `info` for
+ * `SHUTTING_DOWN` (every deploy has it for SHUTDOWN_GRACE_MS, and the instance said at `info` that it
+ * is leaving), `warn` otherwise (the database does not answer: the instance is out of rotation; the
+ * requests that fail meanwhile are the `error` lines). Any other 5xx, or a connection that failed, is
+ * `error`.
+ */
+function levelOf(
+  statusCode: number,
+  route: MatchedRoute | undefined,
+  problemCode: unknown,
+  connectionFailed: boolean,
+): 'debug' | 'info' | 'warn' | 'error' {
+  if (connectionFailed) return 'error';
+  if (route?.quietWhenHealthy) {
+    if (statusCode < 400) return 'debug';
+    if (statusCode >= 500) return problemCode === 'SHUTTING_DOWN' ? 'info' : 'warn';
+  }
+  return statusCode >= 500 ? 'error' : 'info';
+}
+
+/**
  * The request log: one line per request, when its answer is sent or its connection closes first,
  * with the method, the URL (sensitive query values redacted), the matched route, the status and the
  * duration. Every line logged while serving the request names it: `req.log` has its `request_id`
@@ -83,12 +105,8 @@ export function logRequests(logger: Logger, options: RequestLogOptions = {}) {
       const seconds = (performance.now() - started) / 1000;
       const template = route?.template ?? 'unmatched';
       options.metrics?.observeHttpRequest(method, template, res.statusCode, seconds);
-      const level =
-        error || res.statusCode >= 500
-          ? 'error'
-          : route?.quietWhenHealthy && res.statusCode < 400
-            ? 'debug'
-            : 'info';
+      const problem = res.locals.problem as Record<string, unknown> | undefined;
+      const level = levelOf(res.statusCode, route, problem?.code, error !== undefined);
       req.log[level](
         {
           req: { method, url: cut(redactUrl(url), MAX_LOGGED_URL_LENGTH) },
@@ -97,7 +115,7 @@ export function logRequests(logger: Logger, options: RequestLogOptions = {}) {
           route: template,
           status: res.statusCode,
           ...(res.locals.subjects as RequestSubjects | undefined),
-          ...(res.locals.problem as Record<string, unknown> | undefined),
+          ...problem,
         },
         `${method} ${template} ${res.statusCode}`,
       );

@@ -1,10 +1,12 @@
+import { PLAID_WEBHOOK_PATH } from '../../vocabulary/plaid-webhooks';
 import { defineEndpoint } from '../endpoint-declaration';
+import { noteSubjects } from '../middleware/request-log';
 import { webhookBody, webhookResponse } from '../schemas/connection-schemas';
 
 export const receivePlaidWebhook = defineEndpoint({
   operationId: 'receivePlaidWebhook',
   method: 'post',
-  path: '/webhooks/plaid',
+  path: PLAID_WEBHOOK_PATH,
   access: 'plaid-signature',
   tags: ['ConnectionHealth'],
   summary: "Plaid's webhooks about Items",
@@ -47,11 +49,13 @@ export const receivePlaidWebhook = defineEndpoint({
   rateLimit: 'per-source',
   refuseEarly: (req, useCases) =>
     useCases.plaidWebhooks.refuseMalformedSignature(req.get('plaid-verification')),
-  handle: async (_input, { useCases, req }) => {
+  handle: async (_input, { useCases, req, res }) => {
     await useCases.plaidWebhooks.receiveWebhook(
       req.body as Buffer,
       req.get('plaid-verification'),
       req.ip ?? req.socket.remoteAddress,
+      // The request line names the Item a verified webhook is about; an unverified body names nothing.
+      (itemId) => noteSubjects(res, { item_id: itemId }),
     );
     return { received: true as const };
   },

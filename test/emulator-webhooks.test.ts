@@ -574,7 +574,7 @@ describe('the Plaid emulator’s webhooks, driven by the official SDK', () => {
     ['a form body', { body: 'a=1', headers: { 'Content-Type': 'application/x-www-form-urlencoded' } }],
     ['no body and no Content-Type', {}],
   ])(
-    'when a control request other than GET comes with %s, as a web page could send it, then 415 and nothing happens',
+    'when a control POST comes with %s, as a web page could send it, then 415 and nothing happens',
     async (_label, init) => {
       const { item_id } = await newItem(undefined);
       const keysBefore = (await control('/webhook-keys')).body;
@@ -591,4 +591,42 @@ describe('the Plaid emulator’s webhooks, driven by the official SDK', () => {
       expect(emulator.pendingFaults()).toEqual([]);
     },
   );
+
+  it('when a control DELETE comes without a body or a Content-Type (curl -X DELETE), then it clears what it names', async () => {
+    await control('/faults', { path: '/item/get', status: 500 });
+    await newItem(undefined);
+    const callsBefore = emulator.calls().length;
+
+    const answers = await Promise.all(
+      ['/faults', '/calls', '/webhooks'].map((path) =>
+        fetch(`${emulator.url}/__emulator${path}`, { method: 'DELETE' }),
+      ),
+    );
+    const left = { faults: emulator.pendingFaults(), calls: emulator.calls() };
+    emulator.clearFaults();
+
+    expect(callsBefore).toBeGreaterThan(0);
+    expect(answers.map((answer) => answer.status)).toEqual([200, 200, 200]);
+    expect(await Promise.all(answers.map((answer) => answer.json()))).toEqual([
+      { faults: [] },
+      { calls: [] },
+      { webhooks: [] },
+    ]);
+    expect(left).toEqual({ faults: [], calls: [] });
+  });
+
+  it.each<[string, RequestInit]>([
+    ['a text/plain body', { body: '{}', headers: { 'Content-Type': 'text/plain' } }],
+    ['a body and no Content-Type', { body: '{}' }],
+  ])('when a control DELETE carries %s, then 415 and nothing is cleared', async (_label, init) => {
+    await control('/faults', { path: '/item/get', status: 500 });
+    try {
+      const answer = await fetch(`${emulator.url}/__emulator/faults`, { method: 'DELETE', ...init });
+
+      expect(answer.status).toBe(415);
+      expect(emulator.pendingFaults()).toEqual([expect.objectContaining({ path: '/item/get' })]);
+    } finally {
+      emulator.clearFaults();
+    }
+  });
 });

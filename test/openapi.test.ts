@@ -3,7 +3,9 @@ import path from 'node:path';
 import Ajv2020 from 'ajv/dist/2020';
 import addFormats from 'ajv-formats';
 import type { Express } from 'express';
-import type { ZodObject } from 'zod';
+import fc from 'fast-check';
+import type { ZodObject, ZodType } from 'zod';
+import { AppError } from '../src/errors';
 import { ENDPOINTS } from '../src/http/endpoint-list';
 import {
   LOCAL_SERVER_URL,
@@ -12,6 +14,7 @@ import {
   type OpenApiDocument,
 } from '../src/http/openapi-document';
 import { parseInput } from '../src/http/validate';
+import { isOutboxId } from '../src/use-cases/retry-dead-removals';
 import {
   adminStats,
   apiReference,
@@ -96,7 +99,7 @@ interface Operation {
     string,
     { headers?: Record<string, { required: boolean }>; content: Record<string, Media> }
   >;
-  parameters?: { name: string; schema: { example?: unknown } }[];
+  parameters?: { name: string; in: 'query' | 'path'; required?: boolean; schema: { example?: unknown } }[];
   'x-codeSamples'?: { lang: string; label: string; source: string }[];
 }
 
@@ -181,12 +184,94 @@ describe('GET /openapi.json', () => {
     }
     for (const operationId of ADMIN_LISTS) {
       for (const parameter of document.paths[endpointOf(operationId).path]!.get!.parameters!) {
+        // A cursor is only ever one the service issued, signed with its own key: no example can be.
+        if (parameter.name === 'cursor') {
+          expect(parameter.schema.example).toBeUndefined();
+          continue;
+        }
         expect(parameter.schema.example).toBeDefined();
         expect(() =>
           parseInput(queryOf(operationId), { [parameter.name]: String(parameter.schema.example) }, 'query'),
         ).not.toThrow();
       }
     }
+  });
+
+  it('when a string the document describes in a request is given any value, then the service’s validation accepts exactly what the document does', () => {
+    const sites = requestStringSites(
+      document,
+      (location, value) => validateAt(location, value)?.length === 0,
+    );
+    const uncovered = sites.filter((site) => typeof site === 'string');
+    const covered = sites.filter((site): site is StringSite => typeof site !== 'string');
+    /** The first value each site's judges disagree on. */
+    const disagreements = new Map<string, { value: string; document: boolean; service: boolean }>();
+    const accepted = new Map<string, number>();
+    const judge = (site: StringSite, value: string) => {
+      const verdict = { document: site.documentAccepts(value), service: site.serviceAccepts(value) };
+      if (verdict.document) accepted.set(site.label, (accepted.get(site.label) ?? 0) + 1);
+      if (verdict.document !== verdict.service && !disagreements.has(site.label)) {
+        disagreements.set(site.label, { value, ...verdict });
+      }
+    };
+
+    for (const site of covered) {
+      for (const value of boundaryValuesFor(site)) judge(site, value);
+      fc.assert(
+        fc.property(valuesFor(site), (value) => {
+          judge(site, value);
+        }),
+        { numRuns: 150 },
+      );
+    }
+
+    expect(uncovered).toEqual([]);
+    // Patterns, formats and enums are there, each site is reached, and each takes some value.
+    expect(covered.length).toBeGreaterThan(40);
+    expect(covered.filter((site) => !accepted.has(site.label)).map((site) => site.label)).toEqual([]);
+    expect(Object.fromEntries(disagreements)).toEqual({});
+  });
+
+  it('when every request example of the document is sent, then the service refuses none as invalid', async () => {
+    const refused: { operationId: string; example: unknown; errors: unknown }[] = [];
+
+    for (const endpoint of ENDPOINTS.filter((candidate) => candidate.access !== 'plaid-signature')) {
+      const operation = document.paths[endpoint.path]![endpoint.method]!;
+      const parameters = operation.parameters ?? [];
+      const examples = (where: 'query' | 'path', all: boolean, only?: string) =>
+        Object.fromEntries(
+          parameters
+            .filter((parameter) => parameter.in === where)
+            .filter((parameter) => all || parameter.required || parameter.name === only)
+            .filter((parameter) => parameter.schema.example !== undefined)
+            .map((parameter) => [parameter.name, String(parameter.schema.example)]),
+        );
+      const bodies = Object.values(operation.requestBody?.content['application/json']?.examples ?? {}).map(
+        (example) => example.value,
+      );
+      const sent: { query: Record<string, string>; body?: unknown }[] = [
+        ...bodies.map((body) => ({ query: examples('query', false), body })),
+        ...parameters
+          .filter((parameter) => parameter.in === 'query')
+          .map((parameter) => ({ query: examples('query', false, parameter.name) })),
+      ];
+      if (parameters.some((parameter) => parameter.in === 'path') && sent.length === 0) {
+        sent.push({ query: {} });
+      }
+      for (const { query, body } of sent) {
+        const pending = call(service, endpoint.operationId, examples('path', true)).query(query);
+        const response = await (body === undefined ? pending : pending.send(body as object));
+        if (response.body?.code === 'VALIDATION_FAILED') {
+          refused.push({
+            operationId: endpoint.operationId,
+            example: { query, body },
+            errors: response.body.errors,
+          });
+        }
+      }
+    }
+
+    expect(refused).toEqual([]);
   });
 
   it('when a body names its connection by both, by neither, or with an unknown field, then the document refuses it as the route does', () => {
@@ -553,9 +638,295 @@ describe('GET /openapi.json', () => {
   });
 });
 
+describe('an outbox id in a request', () => {
+  const MAX_BIGINT = 2n ** 63n - 1n;
+
+  it('when any run of digits is checked (near the bigint limit too), then it is an outbox id exactly when it is 1 to 2^63-1 without a leading zero', () => {
+    const digits = fc.oneof(
+      fc.stringMatching(/^[0-9]{1,21}$/),
+      fc.bigInt({ min: MAX_BIGINT - 10_000n, max: MAX_BIGINT + 10_000n }).map(String),
+      fc.bigInt({ min: 0n, max: 10n ** 20n }).map(String),
+    );
+
+    fc.assert(
+      fc.property(digits, (text) => {
+        expect({ text, outboxId: isOutboxId(text) }).toEqual({
+          text,
+          outboxId: !text.startsWith('0') && BigInt(text) >= 1n && BigInt(text) <= MAX_BIGINT,
+        });
+      }),
+      { numRuns: 2_000 },
+    );
+    expect([String(MAX_BIGINT), String(MAX_BIGINT + 1n), '1', '0'].map(isOutboxId)).toEqual([
+      true,
+      false,
+      true,
+      false,
+    ]);
+  });
+});
+
 /** The admin lists that take a query: their parameters are documented and their examples parse. */
 const ADMIN_LISTS = ['listAdminAccounts', 'listAdminConnections', 'listReconciliations'];
 
 function queryOf(operationId: string): ZodObject {
   return endpointOf(operationId).query!.schema as ZodObject;
+}
+
+/** A JSON Schema of the document, as far as these checks read one. */
+interface JsonSchema {
+  $ref?: string;
+  type?: string | string[];
+  properties?: Record<string, JsonSchema>;
+  items?: JsonSchema;
+  anyOf?: JsonSchema[];
+  pattern?: string;
+  format?: string;
+  enum?: string[];
+  minLength?: number;
+  maxLength?: number;
+  example?: unknown;
+}
+
+/** A string the document describes in a request (a body field or a parameter), and both judges of it. */
+interface StringSite {
+  label: string;
+  schema: JsonSchema;
+  /** What the document's examples put there. */
+  example: string | undefined;
+  documentAccepts: (value: string) => boolean;
+  serviceAccepts: (value: string) => boolean;
+}
+
+const isStringSchema = (schema: JsonSchema) =>
+  schema.type === 'string' || (Array.isArray(schema.type) && schema.type.includes('string'));
+
+/** The route's own validation, as it runs on a request: refused means a VALIDATION_FAILED problem. */
+function serviceAccepts(schema: ZodType, input: unknown, where: 'body' | 'query' | 'path'): boolean {
+  try {
+    parseInput(schema, input, where);
+    return true;
+  } catch (error) {
+    if (error instanceof AppError && error.code === 'VALIDATION_FAILED') return false;
+    throw error;
+  }
+}
+
+type PathStep = string | number;
+
+const valueAt = (value: unknown, path: readonly PathStep[]): unknown =>
+  path.reduce<unknown>(
+    (at, step) =>
+      typeof at === 'object' && at !== null ? (at as Record<PathStep, unknown>)[step] : undefined,
+    value,
+  );
+
+/** `base` with `value` at `path`; the other name of a connection (item_id, access_token) is dropped. */
+function withValueAt(base: unknown, path: readonly PathStep[], value: string): unknown {
+  const copy = structuredClone(base) as Record<PathStep, unknown>;
+  const parent = valueAt(copy, path.slice(0, -1)) as Record<PathStep, unknown>;
+  const last = path[path.length - 1]!;
+  parent[last] = value;
+  if (path.length === 1) {
+    if (last === 'item_id') delete parent.access_token;
+    if (last === 'access_token') delete parent.item_id;
+  }
+  return copy;
+}
+
+/**
+ * Every string a request can carry, as the served document describes it (each body field, nested ones
+ * included, and each query and path parameter), with how the document and the service judge a value
+ * put there: the rest of the request is one of the document's own examples. A site no example reaches
+ * is returned as its label, so that it shows instead of going unchecked.
+ */
+function requestStringSites(
+  document: {
+    paths: Record<string, Record<string, Operation>>;
+    components: { schemas: Record<string, unknown> };
+  },
+  accepts: (location: string, value: unknown) => boolean,
+): (StringSite | string)[] {
+  const resolve = (schema: JsonSchema): JsonSchema =>
+    schema.$ref ? resolve(document.components.schemas[schema.$ref.split('/').pop()!] as JsonSchema) : schema;
+  const stringsIn = (schema: JsonSchema, path: PathStep[]): [PathStep[], JsonSchema][] => {
+    const resolved = resolve(schema);
+    return [
+      ...(isStringSchema(resolved) ? [[path, resolved] as [PathStep[], JsonSchema]] : []),
+      ...Object.entries(resolved.properties ?? {}).flatMap(([name, child]) =>
+        stringsIn(child, [...path, name]),
+      ),
+      ...(resolved.items ? stringsIn(resolved.items, [...path, 0]) : []),
+      ...(resolved.anyOf ?? []).flatMap((branch) => stringsIn(branch, path)),
+    ];
+  };
+  const sites: (StringSite | string)[] = [];
+  for (const endpoint of ENDPOINTS.filter((candidate) => candidate.access !== 'plaid-signature')) {
+    const operation = document.paths[endpoint.path]![endpoint.method]!;
+    const media = operation.requestBody?.content['application/json'];
+    if (media && endpoint.body) {
+      const bodySchema = endpoint.body.schema;
+      const location = pointer(
+        'paths',
+        endpoint.path,
+        endpoint.method,
+        'requestBody',
+        'content',
+        'application/json',
+        'schema',
+      );
+      const examples = Object.values(media.examples ?? {}).map((example) => example.value);
+      for (const [path, schema] of stringsIn(media.schema as JsonSchema, [])) {
+        const label = `${endpoint.operationId} body ${path.join('.')}`;
+        const base =
+          examples.find((example) => typeof valueAt(example, path) === 'string') ??
+          examples.find((example) => typeof valueAt(example, path.slice(0, -1)) === 'object');
+        if (base === undefined) {
+          sites.push(label);
+          continue;
+        }
+        const existing = valueAt(base, path);
+        sites.push({
+          label,
+          schema,
+          example: typeof existing === 'string' ? existing : undefined,
+          documentAccepts: (value) => accepts(location, withValueAt(base, path, value)),
+          serviceAccepts: (value) => serviceAccepts(bodySchema, withValueAt(base, path, value), 'body'),
+        });
+      }
+    }
+    (operation.parameters ?? []).forEach((parameter, index) => {
+      const schema = resolve(parameter.schema as JsonSchema);
+      if (!isStringSchema(schema)) return;
+      const where = parameter.in;
+      const declared = where === 'query' ? endpoint.query?.schema : endpoint.params?.schema;
+      if (!declared) throw new Error(`${endpoint.operationId}: ${parameter.name} is not declared`);
+      const others = Object.fromEntries(
+        (operation.parameters ?? [])
+          .filter((other) => other.in === where && other.required && other.name !== parameter.name)
+          .map((other) => [other.name, String(other.schema.example)]),
+      );
+      const location = pointer(
+        'paths',
+        endpoint.path,
+        endpoint.method,
+        'parameters',
+        String(index),
+        'schema',
+      );
+      sites.push({
+        label: `${endpoint.operationId} ${where} ${parameter.name}`,
+        schema,
+        example: typeof schema.example === 'string' ? schema.example : undefined,
+        documentAccepts: (value) => accepts(location, value),
+        serviceAccepts: (value) => serviceAccepts(declared, { ...others, [parameter.name]: value }, where),
+      });
+    });
+  }
+  return sites;
+}
+
+/** Every character String.prototype.trim removes: what the service calls white space at either end. */
+const TRIMMED = Array.from({ length: 0x10000 }, (_, code) => String.fromCharCode(code)).filter(
+  (character) => character.trim() === '',
+);
+/** C0 controls and DEL, and a few neighbours that are not refused (C1 controls, a zero-width space). */
+const CONTROLS = [
+  ...Array.from({ length: 0x20 }, (_, code) => String.fromCharCode(code)),
+  '\u007f',
+  '\u0085',
+  '\u009f',
+  '\u200b',
+];
+const TRICKY = [
+  ...new Set([
+    ...TRIMMED,
+    ...CONTROLS,
+    'a',
+    'Z',
+    '0',
+    '9',
+    '-',
+    '_',
+    ':',
+    '.',
+    '+',
+    'T',
+    't',
+    'z',
+    'é',
+    '\u{1F600}',
+  ]),
+];
+
+/** Values at the edges of a site's rules: empty, at and past its length, white space or a control at each end. */
+function boundaryValuesFor(site: StringSite): string[] {
+  const seed = site.example ?? 'a';
+  const max = site.schema.maxLength ?? 300;
+  return [
+    '',
+    seed,
+    'a'.repeat(max),
+    'a'.repeat(max + 1),
+    '9'.repeat(max),
+    ...(site.schema.enum ?? []),
+    ...TRICKY.flatMap((character) => [
+      `${character}${seed}`,
+      `${seed}${character}`,
+      `${seed.slice(0, 1)}${character}${seed.slice(1)}`,
+      character,
+    ]),
+  ];
+}
+
+/** Values for a site: generated from its pattern and format, and strings of awkward characters. */
+function valuesFor(site: StringSite): fc.Arbitrary<string> {
+  const { schema } = site;
+  const max = schema.maxLength ?? 300;
+  const seed = site.example ?? 'a';
+  const generators: fc.Arbitrary<string>[] = [
+    fc.string({ unit: fc.constantFrom(...TRICKY), maxLength: Math.min(max + 2, 64) }),
+    fc.string({ unit: 'grapheme', maxLength: 20 }),
+    fc
+      .tuple(fc.nat(), fc.string({ unit: fc.constantFrom(...TRICKY), minLength: 1, maxLength: 2 }))
+      .map(([at, inserted]) => {
+        const position = at % (seed.length + 1);
+        return `${seed.slice(0, position)}${inserted}${seed.slice(position)}`;
+      }),
+  ];
+  if (schema.pattern) generators.push(fc.stringMatching(new RegExp(schema.pattern, 'u')));
+  if (schema.enum) generators.push(fc.constantFrom(...schema.enum));
+  if (schema.format === 'uuid') {
+    generators.push(
+      fc.uuid(),
+      fc.stringMatching(/^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$/),
+    );
+  }
+  if (schema.format === 'date-time') {
+    generators.push(
+      fc
+        .tuple(
+          fc.date({
+            min: new Date('0000-01-01T00:00:00Z'),
+            max: new Date('9999-12-31T23:59:59Z'),
+            noInvalidDate: true,
+          }),
+          fc.constantFrom<(iso: string) => string>(
+            (iso) => iso,
+            (iso) => iso.replace(/\.\d+Z$/, 'Z'),
+            (iso) => iso.replace('Z', '+05:30'),
+            (iso) => iso.replace('Z', '-0800'),
+            (iso) => iso.replace('T', ' '),
+            (iso) => iso.toLowerCase(),
+            (iso) => iso.replace('Z', ''),
+            (iso) => iso.replace(/:\d\d\.\d+Z$/, 'Z'),
+            (iso) => iso.replace(/\.(\d+)Z$/, '.$1$1$1$1$1$1Z'),
+            (iso) => iso.replace(/T\d\d:\d\d:\d\d/, 'T23:59:60'),
+            (iso) => iso.replace(/-\d\d-\d\dT/, '-02-29T'),
+          ),
+        )
+        .map(([date, variant]) => variant(date.toISOString())),
+    );
+  }
+  return fc.oneof(...generators).filter((value) => value.isWellFormed());
 }

@@ -23,7 +23,8 @@ describe('the public route', () => {
   let service: ServiceContext;
   let server: Server;
   beforeAll(async () => {
-    service = await startService({ env: { WEBHOOK_REQUESTS_PER_MINUTE: '5' } });
+    // Behind a load balancer on this host: it names the sender in X-Forwarded-For.
+    service = await startService({ env: { WEBHOOK_REQUESTS_PER_MINUTE: '5', TRUST_PROXY: 'loopback' } });
     server = await listen(service.app, { port: 0, host: '127.0.0.1', maxConnections: 100 });
   });
   afterAll(async () => {
@@ -46,6 +47,25 @@ describe('the public route', () => {
     expect(Number(refused.headers['retry-after'])).toBeGreaterThan(0);
     expect(refused.headers['ratelimit-limit']).toBe('5');
     expect(other.status).toBe(401);
+  });
+
+  it('when the addresses of one IPv6 /64 (or one IPv4 address, IPv4-mapped) send more than the requests per minute, then 429; the next /64 is still served', async () => {
+    const via = (forwardedFor: string) =>
+      forgedWebhookFrom(server, '127.0.0.9', { headers: { 'X-Forwarded-For': forwardedFor } });
+    const statuses: number[] = [];
+    for (let host = 1; host <= 5; host += 1) {
+      statuses.push((await via(`2001:db8:5:5:${host}::${host}`)).status);
+    }
+    for (let attempt = 0; attempt < 5; attempt += 1) statuses.push((await via('198.51.100.4')).status);
+
+    const sameSlash64 = await via('2001:DB8:5:5:ffff:ffff:ffff:ffff');
+    const mapped = await via('::ffff:198.51.100.4');
+    const nextSlash64 = await via('2001:db8:5:6::1');
+
+    expect(statuses).toEqual(Array(10).fill(401));
+    expect(sameSlash64.status).toBe(429);
+    expect(mapped.status).toBe(429);
+    expect(nextSlash64.status).toBe(401);
   });
 
   it('when a webhook is refused, then one line at info or above says so, with its reason and a URL cut short', async () => {

@@ -1,3 +1,8 @@
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+import { BODY_LIMITS, JSON_NESTING_LIMIT } from '../src/http/body-limits';
+import { ENDPOINTS } from '../src/http/endpoint-list';
+import { buildOpenApiDocument } from '../src/http/openapi-document';
 import {
   call,
   connectInstitution,
@@ -8,8 +13,10 @@ import {
   exchange,
   postPlaidWebhook,
   refreshConnection,
+  sendRaw,
 } from './support/requests';
 import {
+  linkPublicToken,
   rowsOf,
   startService,
   uniqueUserId,
@@ -178,5 +185,66 @@ describe('strict request bodies', () => {
       ]),
     );
     expect(service.emulator.calls()).toEqual([]);
+  });
+
+  /** An exchange body whose Link metadata carries an extra field: `arrays` arrays nested in one another. */
+  const exchangeNesting = (publicToken: string, user: string, arrays: number) =>
+    `{"public_token":"${publicToken}","subscription_user_id":"${user}","app_name":"Budget App",` +
+    `"metadata":{"institution":{"institution_id":"ins_109508","name":"First Platypus Bank",` +
+    `"extra":${'['.repeat(arrays)}${']'.repeat(arrays)}}}}`;
+  /** The body, metadata, institution: the levels above `extra`. */
+  const LEVELS_ABOVE_EXTRA = 3;
+
+  it('when a body nests deeper than its limit (a 16 kB body nested as deep as it can), then 400 naming the limit, and Plaid is not asked and nothing is stored', async () => {
+    const user = uniqueUserId();
+    const publicToken = 'public-sandbox-5c0d2a4e-1f3b-4b8e-a6d2-9e7f0c1b2a33';
+    const arrays = Math.floor((BODY_LIMITS.json - exchangeNesting(publicToken, user, 0).length) / 2);
+    const raw = exchangeNesting(publicToken, user, arrays);
+    const limitsBefore = await limits();
+
+    const response = await sendRaw(call(service, 'exchangePublicToken'), raw);
+
+    expect(arrays).toBeGreaterThan(8_000);
+    expect(response.status).toBe(400);
+    expect(response.body).toEqual({
+      ...validationProblem([
+        {
+          field: ['metadata', 'institution', 'extra', ...Array(JSON_NESTING_LIMIT - 3).fill('0')].join('.'),
+          message: `nests deeper than ${JSON_NESTING_LIMIT} levels of objects and arrays`,
+        },
+      ]),
+      detail: `The request body nests deeper than ${JSON_NESTING_LIMIT} levels of objects and arrays.`,
+    });
+    expect(service.emulator.calls()).toEqual([]);
+    expect(await limits()).toEqual(limitsBefore);
+    expect(await rowsOf(service, `SELECT 1 FROM exchanges WHERE subscription_user_id = $1`, [user])).toEqual(
+      [],
+    );
+  });
+
+  it('when a body nests exactly as deep as its limit, then it is served', async () => {
+    const user = uniqueUserId();
+    const raw = exchangeNesting(
+      linkPublicToken(service, 'ins_109508'),
+      user,
+      JSON_NESTING_LIMIT - LEVELS_ABOVE_EXTRA,
+    );
+
+    const response = await sendRaw(call(service, 'exchangePublicToken'), raw);
+
+    expect(response.status).toBe(200);
+    expect(
+      await rowsOf(service, `SELECT status FROM connections WHERE subscription_user_id = $1`, [user]),
+    ).toEqual([{ status: 'good' }]);
+  });
+
+  it('when the document and the README state the body limits, then they state the nesting limit', () => {
+    const description = (buildOpenApiDocument(ENDPOINTS) as unknown as { info: { description: string } }).info
+      .description;
+    const readme = readFileSync(path.resolve(__dirname, '..', 'README.md'), 'utf8');
+
+    const statement = `nested at most ${JSON_NESTING_LIMIT} levels deep`;
+    expect(description).toContain(statement);
+    expect(readme).toContain(statement);
   });
 });

@@ -5,6 +5,7 @@ import type { WebhookVerificationKey } from '../src/provider/account-provider';
 import { ProviderError } from '../src/provider/provider-error';
 import {
   createWebhookVerifier,
+  NEW_KID_LOOKUPS_PER_SOURCE_PER_MINUTE,
   WebhookVerificationError,
   type WebhookVerifierOptions,
 } from '../src/provider/webhook-verifier';
@@ -447,6 +448,65 @@ describe('Plaid webhook verification', () => {
 
     expect(plaid.calls).toHaveLength(5);
     expect(refusals.filter((refusal) => refusal.reason === 'key_lookup_throttled')).toHaveLength(7);
+  });
+
+  it('when new kids arrive from many addresses of one IPv6 /64, then they spend one source’s lookups and Plaid’s genuine webhook still verifies', async () => {
+    const { plaid, verifier, webhook } = setUp();
+    const attacker = generateKeyPairSync('ec', { namedCurve: 'P-256' }).privateKey;
+    // More forgeries than the whole minute's budget (600), each from its own address of one /64.
+    const flood = 650;
+    const refusals = [];
+    for (let attempt = 0; attempt < flood; attempt += 1) {
+      const { body, header } = webhook({ kid: randomUUID(), privateKey: attacker });
+      const address = `2001:db8:77:88:${(attempt >> 16) & 0xffff}:${attempt & 0xffff}:${attempt % 7}:1`;
+      refusals.push(await refusalOf(verifier.verify(body, header, address)));
+    }
+    const key = plaid.issue();
+    const genuine = webhook(key);
+
+    const verified = await verifier.verify(genuine.body, genuine.header, '2600:1f18:abc:1::15');
+
+    expect(refusals.filter((refusal) => refusal.reason === 'unknown_key')).toHaveLength(
+      NEW_KID_LOOKUPS_PER_SOURCE_PER_MINUTE,
+    );
+    expect(verified.kid).toBe(key.kid);
+    expect(plaid.calls).toHaveLength(NEW_KID_LOOKUPS_PER_SOURCE_PER_MINUTE + 1);
+  });
+
+  it('when an IPv4 address comes back IPv4-mapped, or an IPv6 one in another spelling, then it is the same source; the next /64 is another', async () => {
+    const { plaid, verifier, webhook } = setUp({ newKidLookupsPerSourcePerMinute: 2 });
+    const attacker = generateKeyPairSync('ec', { namedCurve: 'P-256' }).privateKey;
+    const reasonFrom = async (source: string) => {
+      const { body, header } = webhook({ kid: randomUUID(), privateKey: attacker });
+      return (await refusalOf(verifier.verify(body, header, source))).reason;
+    };
+
+    const reasons = [
+      await reasonFrom('203.0.113.7'),
+      await reasonFrom('203.0.113.7'),
+      await reasonFrom('::ffff:203.0.113.7'),
+      await reasonFrom('::FFFF:cb00:7107'),
+      await reasonFrom('203.0.113.8'),
+      await reasonFrom('2001:db8:1:2::1'),
+      await reasonFrom('2001:DB8:1:2:ffff:0:0:9'),
+      await reasonFrom('2001:0db8:0001:0002:0000:0000:0000:0042'),
+      await reasonFrom('fe80::1%eth0'),
+      await reasonFrom('2001:db8:1:3::1'),
+    ];
+
+    expect(reasons).toEqual([
+      'unknown_key',
+      'unknown_key',
+      'key_lookup_throttled',
+      'key_lookup_throttled',
+      'unknown_key',
+      'unknown_key',
+      'unknown_key',
+      'key_lookup_throttled',
+      'unknown_key',
+      'unknown_key',
+    ]);
+    expect(plaid.calls).toHaveLength(7);
   });
 
   it('when a forgery does not bind its body or is not fresh, then it is refused without any key lookup', async () => {

@@ -10,14 +10,27 @@ const ITEM_WEBHOOK_ROUTE = /^POST \/items\/([^/]+)\/webhook$/;
 const isJson = (contentType: string | undefined) =>
   contentType?.split(';')[0]?.trim().toLowerCase() === 'application/json';
 
+/** What a web page may send cross-origin without a preflight (the Fetch standard's CORS-safelisted methods). */
+const SENT_WITHOUT_PREFLIGHT = new Set(['GET', 'HEAD', 'POST']);
+
+/**
+ * Whether a control request must say it is JSON: a GET changes nothing; a POST (or HEAD) could come from
+ * a page; any request that carries a body must say what it is. A bodyless DELETE (`curl -X DELETE`)
+ * need not: a page can send a DELETE only after a preflight, which this server never grants.
+ */
+const mustBeJson = (method: string, raw: string) =>
+  method !== 'GET' && (SENT_WITHOUT_PREFLIGHT.has(method) || raw !== '');
+
 /**
  * The control API under `/__emulator`: a path Plaid never uses. A malformed control request gets
  * `{error}`; what Plaid or Link would refuse (an unknown link token, a bad field) gets Plaid's error object.
  *
- * Every request but a GET must say `Content-Type: application/json`, with a body or without: a page open
- * in a developer's browser can send a cross-origin POST only as a "simple" request (a form's or
- * text/plain body, or none), and JSON would need a preflight that this server never grants. So no web
- * page can inject faults, complete Links, send webhooks or reset the emulator.
+ * Every POST, with a body or without, and every request that carries a body must say
+ * `Content-Type: application/json`: a page open in a developer's browser can send a cross-origin POST
+ * only as a "simple" request (a form's or text/plain body, or none), and JSON would need a preflight that
+ * this server never grants. So no web page can inject faults, complete Links, send webhooks or reset the
+ * emulator. A DELETE always needs that preflight, so a bodyless one (clearing faults, calls or webhooks)
+ * is taken as it is.
  */
 export function handleControl(
   emulator: PlaidEmulator,
@@ -27,12 +40,12 @@ export function handleControl(
   res: ServerResponse,
 ): void {
   const route = `${method} ${path}`;
-  if (method !== 'GET' && !isJson(request.contentType)) {
+  const { raw } = request;
+  if (mustBeJson(method, raw) && !isJson(request.contentType)) {
     return send(res, 415, {
-      error: 'control requests other than GET must be sent as Content-Type: application/json',
+      error: 'control POSTs and control requests with a body must be sent as Content-Type: application/json',
     });
   }
-  const { raw } = request;
   let body: Record<string, unknown>;
   try {
     const parsed: unknown = raw === '' ? {} : JSON.parse(raw);

@@ -11,3 +11,10 @@ export const BODY_LIMITS = {
 
 /** "16 kB", as people read a limit. */
 export const describeBytes = (bytes: number) => `${Math.round(bytes / 1024)} kB`;
+
+/**
+ * How many levels of objects and arrays a JSON body may nest (the body itself is the first). Link's
+ * metadata, the deepest body a caller sends, is four; checked before validation, in time linear in the
+ * body, so a 16 kB body of 8,000 nested arrays costs no more than any other.
+ */
+export const JSON_NESTING_LIMIT = 32;

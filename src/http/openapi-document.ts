@@ -7,6 +7,7 @@ import {
 } from '@asteasolutions/zod-to-openapi';
 import { ERROR_REGISTRY, type ErrorCode } from '../errors';
 import { notificationWebhooks } from './website-notification-webhooks';
+import { BODY_LIMITS, JSON_NESTING_LIMIT, describeBytes } from './body-limits';
 import { TAGS, errorCodesOf, type Access, type Endpoint, type Tag } from './endpoint-declaration';
 import { problemSchema, z } from './schemas/common-schemas';
 
@@ -213,8 +214,12 @@ export type OpenApiDocument = { openapi: '3.1.0' } & Record<string, unknown>;
 /** What holds for every operation, said once at the top of the document (and of the reference). */
 const DOCUMENT_DESCRIPTION = [
   'Connects users’ bank accounts through Plaid for the operator’s website.',
-  'Request bodies are JSON (`Content-Type: application/json`, at most 16 kB). Ids are non-empty strings of at ' +
-    'most 256 characters. A body field the operation does not declare is never ignored: it is ' +
+  `Request bodies are JSON (\`Content-Type: application/json\`, at most ${describeBytes(BODY_LIMITS.json)}, ` +
+    `nested at most ${JSON_NESTING_LIMIT} levels deep: objects and arrays, the body itself the first; a ` +
+    'deeper one is `400 VALIDATION_FAILED` naming the first value past the limit). Ids are non-empty ' +
+    'strings of at most 256 characters, with no control character and no white space at either end ' +
+    '(each id’s `pattern` states it); other text takes no control character either. A body field the ' +
+    'operation does not declare is never ignored: it is ' +
     '`400 VALIDATION_FAILED` naming it, with the declared field it most likely meant (`accessToken`: ' +
     '"is not a known field; did you mean access_token?"). Objects inside a body (Link’s `metadata`) accept ' +
     'further fields and ignore them, as Plaid’s webhook body does. Every string, in a body or a query, ' +

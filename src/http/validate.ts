@@ -1,5 +1,6 @@
 import { distance } from 'fastest-levenshtein';
 import { validationFailed, type FieldError } from '../errors';
+import { JSON_NESTING_LIMIT } from './body-limits';
 import { FIELD_ERROR_LIMITS, z } from './schemas/common-schemas';
 
 type Where = 'body' | 'query' | 'path';
@@ -60,10 +61,42 @@ declare global {
 
 const ILL_FORMED = 'must be well-formed Unicode text (it has a lone UTF-16 surrogate)';
 
+const TOO_DEEP = `nests deeper than ${JSON_NESTING_LIMIT} levels of objects and arrays`;
+
+interface Visited {
+  value: unknown;
+  /** 1 for the input itself. */
+  level: number;
+  parent: Visited | undefined;
+  key: string;
+}
+
+/**
+ * The first value in `input` that is an object or array beyond JSON_NESTING_LIMIT levels, named by its
+ * path; none when the input is no deeper. Each value is visited once and a path is only built for the
+ * one reported (not copied at every level), so the cost is linear in the input whatever its depth.
+ */
+function tooDeepField(input: unknown, where: Where): FieldError | undefined {
+  const pending: Visited[] = [{ value: input, level: 1, parent: undefined, key: where }];
+  for (let next = pending.pop(); next; next = pending.pop()) {
+    if (typeof next.value !== 'object' || next.value === null) continue;
+    if (next.level > JSON_NESTING_LIMIT) {
+      const path: string[] = [];
+      for (let at: Visited | undefined = next; at?.parent; at = at.parent) path.push(at.key);
+      return { field: path.reverse().join('.'), message: TOO_DEEP };
+    }
+    for (const [key, child] of Object.entries(next.value)) {
+      pending.push({ value: child, level: next.level + 1, parent: next, key });
+    }
+  }
+  return undefined;
+}
+
 /**
  * Every string anywhere in the input, keys included, must be well-formed UTF-16. A lone surrogate
  * cannot be stored: it is written as U+FFFD, so "victim\ud800" and "victim\udfff" would become the
- * same user id. Walked without recursion, since a 16 kB body can nest thousands of levels deep.
+ * same user id. Walked once the input is known to nest no deeper than JSON_NESTING_LIMIT, so copying
+ * the path at each level costs at most that many names.
  */
 function illFormedFields(input: unknown, where: Where): FieldError[] {
   const errors: FieldError[] = [];
@@ -95,8 +128,15 @@ function bounded(errors: FieldError[]): FieldError[] {
   }));
 }
 
-/** Parses input with a route's schema; bad fields are each named in the problem. */
+/**
+ * Parses input with a route's schema; bad fields are each named in the problem. Input nested deeper than
+ * JSON_NESTING_LIMIT is refused before anything else looks at it.
+ */
 export function parseInput<T extends z.ZodType>(schema: T, input: unknown, where: Where): z.infer<T> {
+  const tooDeep = tooDeepField(input, where);
+  if (tooDeep) {
+    throw validationFailed(bounded([tooDeep]), `The request ${where} ${TOO_DEEP}.`);
+  }
   const illFormed = illFormedFields(input, where);
   const result = schema.safeParse(input ?? {});
   if (result.success && illFormed.length === 0) return result.data;

@@ -1,5 +1,6 @@
 import { createPublicKey, type KeyObject } from 'node:crypto';
 import type { Logger } from '../observability/logger';
+import { toSourceKey } from '../vocabulary/source-addresses';
 import type { WebhookVerificationKey } from './account-provider';
 import { ProviderError } from './provider-error';
 
@@ -44,7 +45,7 @@ export interface WebhookKeyCacheOptions {
   recheckAfterSeconds: number;
   /** A kid Plaid said it does not know is refused without asking again for this long. */
   unknownKidTtlSeconds: number;
-  /** Lookups of kids never seen before, per source address and minute; beyond, Plaid is not asked. */
+  /** Lookups of kids never seen before, per source (an IPv6 sender by its /64) and minute; beyond, Plaid is not asked. */
   newKidLookupsPerSourcePerMinute: number;
   /** The same across every source: what Plaid may be asked at most, whatever the number of sources. */
   newKidLookupsPerMinute: number;
@@ -57,6 +58,7 @@ const OVERFLOW_SOURCE = '(other sources)';
 /**
  * Fixed one-minute windows of lookups of new kids, counted per source and in total. A flood from one
  * source spends that source's budget only: Plaid's own deliveries, from other addresses, keep theirs.
+ * A source is what `toSourceKey` makes of the address: every address of one IPv6 /64 is one source.
  */
 class LookupBudget {
   private windowStartMs = Number.NEGATIVE_INFINITY;
@@ -70,13 +72,14 @@ class LookupBudget {
     private readonly logger: Logger,
   ) {}
 
-  take(source: string, now: number): boolean {
+  take(address: string | undefined, now: number): boolean {
     if (now - this.windowStartMs >= MINUTE_MS) {
       this.windowStartMs = now;
       this.total = 0;
       this.bySource.clear();
       this.warned = false;
     }
+    const source = toSourceKey(address);
     const key =
       this.bySource.has(source) || this.bySource.size < MAX_TRACKED_SOURCES ? source : OVERFLOW_SOURCE;
     const spent = this.bySource.get(key) ?? 0;
@@ -122,7 +125,7 @@ export class WebhookKeyCache {
   }
 
   /** `source` is the address the webhook came from; lookups of new kids are budgeted per source. */
-  async keyFor(kid: string, source = 'unknown'): Promise<UsableKey> {
+  async keyFor(kid: string, source?: string): Promise<UsableKey> {
     const now = this.options.clock();
     const cached = this.keys.get(kid);
     if (cached) {

@@ -4,9 +4,34 @@ import { reviveDeadRemovals } from '../repository/outbox-repository';
 
 const MAX_OUTBOX_ID = 9_223_372_036_854_775_807n;
 
-/** Outbox ids are bigints: anything past the column's range is not one (a 400, not a database error). */
+/**
+ * The decimal integers from 1 to `max`, without leading zeros, as a regex source: the shorter numbers,
+ * then those of max's length digit by digit (a prefix of max, then a smaller digit, then any digits).
+ */
+function positiveIntegersUpTo(max: bigint): string {
+  const digits = max.toString();
+  const alternatives = digits.length > 1 ? [`[1-9][0-9]{0,${digits.length - 2}}`] : [];
+  for (let index = 0; index < digits.length; index += 1) {
+    const lowest = index === 0 ? 1 : 0;
+    const digit = Number(digits[index]);
+    if (digit <= lowest) continue;
+    const rest = digits.length - index - 1;
+    const smaller = digit - 1 === lowest ? String(lowest) : `[${lowest}-${digit - 1}]`;
+    alternatives.push(`${digits.slice(0, index)}${smaller}${rest > 0 ? `[0-9]{${rest}}` : ''}`);
+  }
+  alternatives.push(digits);
+  return `^(?:${alternatives.join('|')})$`;
+}
+
+/**
+ * An outbox id in a request, as a regex source (the OpenAPI document states it): outbox ids are bigints,
+ * so anything past the column's range is not one (a 400, not a database error).
+ */
+export const OUTBOX_ID_PATTERN = positiveIntegersUpTo(MAX_OUTBOX_ID);
+const OUTBOX_ID = new RegExp(OUTBOX_ID_PATTERN);
+
 export function isOutboxId(id: string): boolean {
-  return /^[1-9][0-9]{0,18}$/.test(id) && BigInt(id) <= MAX_OUTBOX_ID;
+  return OUTBOX_ID.test(id);
 }
 
 /**

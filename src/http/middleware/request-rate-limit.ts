@@ -3,6 +3,7 @@ import type { NextFunction, Request, Response } from 'express';
 import { RateLimiterMemory, RateLimiterRes } from 'rate-limiter-flexible';
 import { tooManyRequests } from '../../errors';
 import type { RateLimitLabel, ServiceMetrics } from '../../observability/metrics';
+import { toSourceKey } from '../../vocabulary/source-addresses';
 import { setRateLimitHeaders } from './problem-handler';
 
 const resetSecondsOf = (state: RateLimiterRes) => Math.max(1, Math.ceil(state.msBeforeNext / 1000));
@@ -68,17 +69,18 @@ export const limitAdminRequests = (perMinute: number | undefined, metrics?: Serv
   );
 
 /**
- * Each source address on the public route (`req.ip`, which honours TRUST_PROXY behind a load balancer):
- * a flood from one address is refused before its body is read, and other senders, Plaid among them,
- * keep their own budget.
+ * Each source on the public route (`req.ip`, which honours TRUST_PROXY behind a load balancer; an IPv6
+ * sender counted by its /64, as `toSourceKey` says): a flood from one source is refused before its body
+ * is read, and other senders, Plaid among them, keep their own budget.
  */
 export const limitRequestsPerSource = (perMinute: number | undefined, metrics?: ServiceMetrics) =>
   limitRequests(
     {
       keyPrefix: 'source',
       label: 'public_route',
-      keyOf: (req) => req.ip ?? req.socket.remoteAddress ?? '',
-      describe: (limit) => `At most ${limit} requests per minute are allowed from one address on this route.`,
+      keyOf: (req) => toSourceKey(req.ip ?? req.socket.remoteAddress),
+      describe: (limit) =>
+        `At most ${limit} requests per minute are allowed from one address (or one IPv6 /64) on this route.`,
     },
     perMinute,
     metrics,

@@ -6,7 +6,13 @@ import {
   type ReconciliationRunSummary,
 } from '../../use-cases/reconciliation/reconcile-connections';
 import { defineEndpoint } from '../endpoint-declaration';
-import { MAX_FAILURE_LENGTH, pagesDescription, nextCursor, pageQueryFields } from '../schemas/admin-schemas';
+import {
+  MAX_FAILURE_LENGTH,
+  pagesDescription,
+  nextCursor,
+  pageQueryFields,
+  runIdSchema,
+} from '../schemas/admin-schemas';
 import {
   MAX_CODE_LENGTH,
   MAX_ID_LENGTH,
@@ -18,11 +24,7 @@ import {
 } from '../schemas/common-schemas';
 
 const runId = () =>
-  z.uuid({ error: 'must be a run id (a UUID)' }).openapi({
-    description: 'The run, as `POST /admin/reconcile` answered it.',
-    maxLength: 36,
-    example: '3b241101-e2bb-4255-8caf-4136c566a962',
-  });
+  runIdSchema('The run, as `POST /admin/reconcile` answered it.', '3b241101-e2bb-4255-8caf-4136c566a962');
 
 const startReconciliationResponse = z.object({ run_id: runId() }).openapi('ReconciliationStarted');
 

@@ -1,14 +1,13 @@
 import type { TokenReencryptionRun } from '../../use-cases/reencrypt-tokens';
 import { defineEndpoint } from '../endpoint-declaration';
-import { MAX_FAILURE_LENGTH } from '../schemas/admin-schemas';
+import { MAX_FAILURE_LENGTH, runIdSchema } from '../schemas/admin-schemas';
 import { count, wireText, wireTimestamp, z } from '../schemas/common-schemas';
 
 const runId = () =>
-  z.uuid({ error: 'must be a run id (a UUID)' }).openapi({
-    description: 'The run, as `POST /admin/tokens/reencrypt` answered it.',
-    maxLength: 36,
-    example: '9c1d2e3f-4a5b-4c6d-8e7f-0a1b2c3d4e5f',
-  });
+  runIdSchema(
+    'The run, as `POST /admin/tokens/reencrypt` answered it.',
+    '9c1d2e3f-4a5b-4c6d-8e7f-0a1b2c3d4e5f',
+  );
 
 const keyId = () =>
   z

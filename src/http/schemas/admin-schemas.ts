@@ -1,4 +1,4 @@
-import { isOutboxId } from '../../use-cases/retry-dead-removals';
+import { OUTBOX_ID_PATTERN, isOutboxId } from '../../use-cases/retry-dead-removals';
 import { CONNECTION_STATUSES } from '../../vocabulary/connection-statuses';
 import { EVENT_KINDS, type EventKind } from '../../vocabulary/event-kinds';
 import { NOTIFICATION_TYPES } from '../../vocabulary/notification-types';
@@ -37,7 +37,7 @@ const outboxId = (description: string) =>
     .openapi({
       // What the refinement accepts, said in the document's terms.
       anyOf: [
-        { type: 'string', pattern: '^[1-9][0-9]{0,18}$', maxLength: 19 },
+        { type: 'string', pattern: OUTBOX_ID_PATTERN, maxLength: 19 },
         { type: 'integer', format: 'int64', minimum: 1, maximum: Number.MAX_SAFE_INTEGER },
       ],
       description,
@@ -51,10 +51,34 @@ export const outboxIds = (description: string, idDescription: string) =>
 /** A failure or an error as it is stored: a code and its detail, at most about 1 kB. */
 export const MAX_FAILURE_LENGTH = 1_200;
 
-const isoDateTime = z.iso
-  .datetime({ offset: true })
+/**
+ * A date-time as the service reads one, and the document states it: RFC 3339 as zod's own regex has it
+ * (a `T`, an upper-case `Z` or an offset with its colon, seconds, days that exist), its `\\d` spelt
+ * `[0-9]` so that no regex engine reads other scripts' digits into it.
+ */
+const DATE_TIME = new RegExp(
+  z.regexes.datetime({ offset: true, local: false, precision: null }).source.replaceAll('\\d', '[0-9]'),
+);
+
+const isoDateTime = z
+  .string()
+  .max(MAX_TIMESTAMP_LENGTH)
+  .regex(DATE_TIME, 'must be a date-time such as 2026-11-01T00:00:00Z (T and Z upper-case)')
   .transform((value) => new Date(value))
-  .openapi({ type: 'string', format: 'date-time', maxLength: MAX_TIMESTAMP_LENGTH });
+  // After a transform, the document reads only what is said here.
+  .openapi({
+    type: 'string',
+    format: 'date-time',
+    pattern: DATE_TIME.source,
+    maxLength: MAX_TIMESTAMP_LENGTH,
+  });
+
+/** A run's id, as the service makes them (random UUIDs): one zod checks and the document states. */
+export const runIdSchema = (description: string, example: string) =>
+  z
+    .string()
+    .regex(z.regexes.uuid(), 'must be a run id (a UUID)')
+    .openapi({ format: 'uuid', maxLength: 36, description, example });
 
 /** The query of every keyset-paged admin list: a page size and the previous page's cursor. */
 export const pageQueryFields = {
@@ -65,9 +89,9 @@ export const pageQueryFields = {
     .max(1000)
     .default(100)
     .openapi({ description: 'Page size, at most 1000.', format: 'int32', example: 500 }),
+  // No example: a cursor is only ever one this service issued, signed with this deployment's key.
   cursor: z.string().max(64).optional().openapi({
-    description: 'next_cursor of the previous page (of the same list).',
-    example: 'AAAAAAAAAHs2ANuNjizmNLjteQ09tR3j',
+    description: 'next_cursor of the previous page (of the same list), as the service answered it.',
   }),
 };
 

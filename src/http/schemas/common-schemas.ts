@@ -32,9 +32,24 @@ const MAX_INT32 = 2_147_483_647;
 /** The longest access or public token the patterns below accept: "access-production-" and 128. */
 const MAX_TOKEN_LENGTH = 146;
 
-// PostgreSQL text cannot hold NUL, and no id or name has any business carrying control characters.
-// eslint-disable-next-line no-control-regex -- matching control characters is the point
-const CONTROL_CHARACTERS = /[\u0000-\u001f\u007f]/;
+// PostgreSQL text cannot hold NUL, and no id or name has any business carrying control characters: the
+// C0 controls and DEL, as a regex character range (escaped, so the document shows them as escapes).
+const CONTROL_RANGE = '\\u0000-\\u001f\\u007f';
+/**
+ * The white space `String.prototype.trim` removes (ECMA-262's WhiteSpace and LineTerminator) that is
+ * not a control character already: what "white space at either end" means to the identifier rule.
+ */
+const WHITE_SPACE_RANGE = ' \\u00a0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000\\ufeff';
+
+/** Text as the document states it: no control character anywhere. */
+const PRINTABLE_PATTERN = `^[^${CONTROL_RANGE}]*$`;
+/**
+ * An identifier as the document states it: printable, and neither its first nor its last character
+ * white space. Character classes only (no look-around), so every ECMA-262 engine and linter reads it.
+ */
+const IDENTIFIER_PATTERN = `^[^${CONTROL_RANGE}${WHITE_SPACE_RANGE}](?:[^${CONTROL_RANGE}]*[^${CONTROL_RANGE}${WHITE_SPACE_RANGE}])?$`;
+
+const CONTROL_CHARACTERS = new RegExp(`[${CONTROL_RANGE}]`);
 const printable = [
   (value: string) => !CONTROL_CHARACTERS.test(value),
   'must not contain control characters',
@@ -45,7 +60,8 @@ export const text = (maxLength: number, minLength = 0) =>
     .string()
     .min(minLength)
     .max(maxLength)
-    .refine(...printable);
+    .refine(...printable)
+    .openapi({ pattern: PRINTABLE_PATTERN });
 
 /**
  * Compared exactly everywhere, so never trimmed: " user-42\u00a0" must not read user-42's connections
@@ -63,7 +79,7 @@ const identifier = (description: string) =>
     .max(MAX_ID_LENGTH)
     .refine(...printable)
     .refine(...untrimmed)
-    .openapi({ description });
+    .openapi({ description, pattern: IDENTIFIER_PATTERN });
 
 /** What the service sends: bounded by what the provider and the database accept. */
 export const wireText = (maxLength: number) => z.string().max(maxLength);

@@ -1,5 +1,6 @@
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { expectConforms } from './support/schemas';
@@ -16,6 +17,15 @@ beforeAll(() => {
   });
   if (build.status !== 0) throw new Error(`the build failed:\n${build.stdout}${build.stderr}`);
 }, 120_000);
+
+/** A port free right now (the OS picks it), so that the test can tell the CLI used the one it was given. */
+async function freePort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', () => resolve()));
+  const { port } = server.address() as { port: number };
+  await new Promise((resolve) => server.close(resolve));
+  return port;
+}
 
 function startCli(
   args: string[],
@@ -101,13 +111,18 @@ describe('the teller-emulator CLI', () => {
   });
 
   it('when configured by environment variables with a webhook URL and no secret, then a secret is generated into the data directory and its place printed', async () => {
+    const port = await freePort();
     const { child, output } = startCli([], {
-      TELLER_EMULATOR_PORT: '0',
+      TELLER_EMULATOR_PORT: String(port),
       DATA_DIR: dataDir,
       TELLER_EMULATOR_WEBHOOK_URL: 'http://127.0.0.1:9/webhooks/teller',
     });
     try {
-      await waitForOutput(output, /Teller emulator \(sandbox\) listening on https:/);
+      const [, listening] = await waitForOutput(
+        output,
+        /Teller emulator \(sandbox\) listening on (https:\S+)/,
+      );
+      expect(listening).toBe(`https://127.0.0.1:${port}`);
       const [, file] = await waitForOutput(output, /signed with 1 secret\(s\) \(its secret is in (\S+)\)/);
       expect(file).toBe(path.join(dataDir, 'teller-emulator', 'webhook-signing-secret'));
       expect(readFileSync(file!, 'utf8').trim().length).toBeGreaterThanOrEqual(32);

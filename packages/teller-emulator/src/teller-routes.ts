@@ -88,6 +88,7 @@ export const TELLER_ROUTES: readonly TellerRoute[] = [
     // Removing access needs no session at the bank: allowed on a disconnected enrollment too (assumption).
     answer: withEnrollment(({ enrollment }) => {
       enrollment.status = 'revoked';
+      for (const account of enrollment.accounts) account.deleted = true;
       return { status: 204, body: undefined };
     }),
   },

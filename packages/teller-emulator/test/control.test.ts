@@ -226,7 +226,11 @@ describe('the control API’s conventions', () => {
       disconnect_reason: 'disconnected.credentials_invalid',
     });
     expect(byId.get(gone.enrollment.id)).toMatchObject({ status: 'revoked' });
-    expect(byId.get(gone.enrollment.id)?.accounts.map((account) => account.deleted)).toEqual([true, true, true]);
+    expect(byId.get(gone.enrollment.id)?.accounts.map((account) => account.deleted)).toEqual([
+      true,
+      true,
+      true,
+    ]);
   });
 
   it('when the emulator is reset, then enrollments, faults and calls are forgotten, and the keys stay', async () => {

@@ -6,7 +6,7 @@ import { EXCHANGE_ABANDON_AFTER_MS } from './config/time-budgets';
 import { deriveCursorKey } from './crypto/admin-cursor';
 import { TokenVault } from './crypto/token-vault';
 import { createPool, isDatabaseAnswering, type Pool } from './db/pool';
-import { NO_WEBSITE_NOTICES } from './domain/connections/connection-notifications';
+import { NO_WEBSITE_NOTIFICATIONS } from './domain/connections/connection-notifications';
 import { PerUserLimits } from './domain/per-user-limits';
 import { DatabaseGauges } from './jobs/database-gauges';
 import { runHousekeeping } from './jobs/housekeeping';
@@ -175,9 +175,9 @@ export function buildDependencies(
       deliverSoon: (outboxId, waitMs) => outbox.deliverSoon('provider_item_remove', outboxId, waitMs),
       wake: () => outbox.wake('provider_item_remove'),
     },
-    websiteNotices:
+    websiteNotifications:
       notifications.url === undefined
-        ? NO_WEBSITE_NOTICES
+        ? NO_WEBSITE_NOTIFICATIONS
         : { enabled: true, deliverSoon: () => outbox.wake('website_notification') },
     perUserLimits,
     logger,

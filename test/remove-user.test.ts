@@ -118,16 +118,16 @@ describe('removing every connection of a user', () => {
       [user],
     );
     expect(removedEvents).toEqual(itemIds.map((itemId) => ({ item_id: itemId, reason: 'user_removed' })));
-    const notices = await waitFor('a connection.removed per connection', () => {
+    const notifications = await waitFor('a connection.removed per connection', () => {
       const found = verifiedNotifications(receiver, secret).filter(
         (notification) =>
           notification.type === 'connection.removed' && notification.data.subscription_user_id === user,
       );
       return found.length === connections.length ? found : undefined;
     });
-    expect(notices.map((notice) => notice.data.item_id).sort()).toEqual(itemIds);
-    for (const notice of notices) expect(notice.data.reason).toBe('user_removed');
-    expect(notices.map((notice) => notice.data.accounts_removed).sort()).toEqual(
+    expect(notifications.map((notification) => notification.data.item_id).sort()).toEqual(itemIds);
+    for (const notification of notifications) expect(notification.data.reason).toBe('user_removed');
+    expect(notifications.map((notification) => notification.data.accounts_removed).sort()).toEqual(
       connections.map((connection) => connection.accountIds.length).sort(),
     );
     // Someone else's connection is not touched.

@@ -122,13 +122,18 @@ export class PlaidWebhooks {
         const connection = await lockConnection(client, { itemId: webhook.item_id });
         if (!connection) return { outcome: 'unknown_item' };
         if (webhook.webhook_code === 'USER_PERMISSION_REVOKED') {
-          const removed = await removeWholeConnection(client, this.deps.websiteNotices, connection, 'bank');
+          const removed = await removeWholeConnection(
+            client,
+            this.deps.websiteNotifications,
+            connection,
+            'bank',
+          );
           return { outcome: 'applied', effect: 'connection_removed', outboxId: removed.outboxId };
         }
         if (webhook.webhook_code === 'USER_ACCOUNT_REVOKED' && webhook.account_id) {
           const removed = await removeAccountOfConnection(
             client,
-            this.deps.websiteNotices,
+            this.deps.websiteNotifications,
             connection,
             webhook.account_id,
             'bank',
@@ -138,7 +143,7 @@ export class PlaidWebhooks {
         }
         const signal = signalOfItemWebhook(webhook);
         if (!signal) return { outcome: 'ignored' };
-        const health = await applyHealthSignal(client, this.deps.websiteNotices, connection, signal, {
+        const health = await applyHealthSignal(client, this.deps.websiteNotifications, connection, signal, {
           observedAt: issuedAt,
           source: 'webhook',
           webhookCode: webhook.webhook_code,
@@ -148,7 +153,7 @@ export class PlaidWebhooks {
       },
     );
     this.deps.metrics?.countWebhook(webhook.webhook_type, webhook.webhook_code, result.outcome);
-    if (result.outcome === 'applied') this.deps.websiteNotices.deliverSoon();
+    if (result.outcome === 'applied') this.deps.websiteNotifications.deliverSoon();
     if (result.outboxId) await deliverRemoval(this.deps, result.outboxId);
     this.deps.logger.info(
       {

@@ -39,7 +39,7 @@ export class ConnectionRemovals {
         connection &&
         (await removeAccountOfConnection(
           client,
-          this.deps.websiteNotices,
+          this.deps.websiteNotifications,
           connection,
           input.providerAccountId,
           'website',
@@ -48,7 +48,7 @@ export class ConnectionRemovals {
       if (!removed) throw notFound('No such account for this user.');
       return removed;
     });
-    this.deps.websiteNotices.deliverSoon();
+    this.deps.websiteNotifications.deliverSoon();
     if (outcome.outboxId) await deliverRemoval(this.deps, outcome.outboxId);
     return { connectionRemoved: outcome.outboxId !== undefined };
   }
@@ -64,9 +64,9 @@ export class ConnectionRemovals {
         userConnectionKey(this.deps, input.subscriptionUserId, input.connection),
       );
       if (!connection) throw noSuchConnection(input.connection);
-      return removeWholeConnection(client, this.deps.websiteNotices, connection, 'website');
+      return removeWholeConnection(client, this.deps.websiteNotifications, connection, 'website');
     });
-    this.deps.websiteNotices.deliverSoon();
+    this.deps.websiteNotifications.deliverSoon();
     await deliverRemoval(this.deps, outcome.outboxId);
     return { accountsRemoved: outcome.accountsRemoved };
   }
@@ -106,7 +106,7 @@ export class ConnectionRemovals {
         for (const connection of batch) {
           const { outboxId, accountsRemoved: ofConnection } = await removeWholeConnection(
             client,
-            this.deps.websiteNotices,
+            this.deps.websiteNotifications,
             connection,
             'website_user',
           );
@@ -119,7 +119,7 @@ export class ConnectionRemovals {
       // Counted once committed, so the figures are what this call removed.
       connectionsRemoved += outboxIds.length;
       accountsRemoved += accounts;
-      this.deps.websiteNotices.deliverSoon();
+      this.deps.websiteNotifications.deliverSoon();
       // As for one connection, each Item is tried at the provider at once, and the answer waits for
       // those attempts: at most one batch at a time, and removalWaitMs in all. Past that the worker
       // takes the rest, so a user with hundreds of connections neither waits nor floods the provider.

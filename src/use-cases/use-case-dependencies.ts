@@ -1,6 +1,6 @@
 import type { Pool } from '../db/pool';
 import type { TokenVault } from '../crypto/token-vault';
-import type { WebsiteNotices } from '../domain/connections/connection-notifications';
+import type { WebsiteNotifications } from '../domain/connections/connection-notifications';
 import type { PerUserLimits } from '../domain/per-user-limits';
 import { notFound, type AppError } from '../errors';
 import type { Logger } from '../observability/logger';
@@ -47,7 +47,7 @@ export interface UseCaseDependencies {
   vault: TokenVault;
   removalDelivery: RemovalDelivery;
   /** Notifications to the website: recorded with each change, delivered soon after its commit. */
-  websiteNotices: WebsiteNotices;
+  websiteNotifications: WebsiteNotifications;
   perUserLimits: PerUserLimits;
   logger: Logger;
   /** Outcomes counted for the on-call engineer; unset in tests that build a use case by hand. */

@@ -67,7 +67,7 @@ export function buildUseCases(parts: UseCaseParts) {
       pool: parts.adminPool,
       cursorKey: deriveListCursorKey(parts.admin.cursorKey, 'outbox'),
       logger: component('outbox'),
-      websiteNotices: parts.websiteNotices,
+      websiteNotifications: parts.websiteNotifications,
     }),
     deadRemovals: new DeadRemovalRetry({ pool: parts.pool, logger: component('outbox') }),
     /** Call its stop() before the pools close: a run in progress ends as failed. */
@@ -76,7 +76,7 @@ export function buildUseCases(parts: UseCaseParts) {
       provider: parts.reconciliationProvider,
       vault: parts.vault,
       logger: component('reconciliation'),
-      websiteNotices: parts.websiteNotices,
+      websiteNotifications: parts.websiteNotifications,
       cursorKey: deriveListCursorKey(parts.admin.cursorKey, 'reconciliation-runs'),
       ...parts.reconciliation,
     }),

@@ -19,7 +19,7 @@ import {
   statusOrItsDetailsChanged,
   type HealthSignal,
 } from './connection-health';
-import { notifyWebsite, type WebsiteNotices } from './connection-notifications';
+import { notifyWebsite, type WebsiteNotifications } from './connection-notifications';
 
 /**
  * The changes that change or remove a connection, each inside the caller's transaction and each with
@@ -75,7 +75,7 @@ export async function queueRemovalOfUnstoredItem(
  */
 export async function removeAccountOfConnection(
   client: PoolClient,
-  notices: WebsiteNotices,
+  notifications: WebsiteNotifications,
   connection: Connection,
   providerAccountId: string,
   endedBy: EndedBy,
@@ -85,7 +85,7 @@ export async function removeAccountOfConnection(
   await afterAccountDeleted?.();
   const last = (await countAccounts(client, connection.id)) === 0;
   const reason = NOTIFIED_REASON[endedBy];
-  await notifyWebsite(client, notices, connection, 'account.removed', {
+  await notifyWebsite(client, notifications, connection, 'account.removed', {
     provider_account_id: providerAccountId,
     reason,
     connection_removed: last,
@@ -100,7 +100,10 @@ export async function removeAccountOfConnection(
     },
   });
   if (!last) return { outboxId: undefined };
-  await notifyWebsite(client, notices, connection, 'connection.removed', { reason, accounts_removed: 0 });
+  await notifyWebsite(client, notifications, connection, 'connection.removed', {
+    reason,
+    accounts_removed: 0,
+  });
   const { outboxId } = await deleteAndQueueItemRemoval(client, connection, 'last_account_removed');
   return { outboxId };
 }
@@ -108,11 +111,11 @@ export async function removeAccountOfConnection(
 /** Removes a locked connection with all its accounts and queues its Item's removal at the provider. */
 export async function removeWholeConnection(
   client: PoolClient,
-  notices: WebsiteNotices,
+  notifications: WebsiteNotifications,
   connection: Connection,
   endedBy: EndedBy,
 ): Promise<{ outboxId: string; accountsRemoved: number }> {
-  await notifyWebsite(client, notices, connection, 'connection.removed', {
+  await notifyWebsite(client, notifications, connection, 'connection.removed', {
     reason: NOTIFIED_REASON[endedBy],
     accounts_removed: connection.accountCount,
   });
@@ -179,7 +182,7 @@ export interface SignalOrigin {
  */
 export async function applyHealthSignal(
   client: PoolClient,
-  notices: WebsiteNotices,
+  notifications: WebsiteNotifications,
   connection: Connection,
   signal: HealthSignal,
   origin: SignalOrigin,
@@ -189,7 +192,7 @@ export async function applyHealthSignal(
   if (!health) return { outcome: 'unchanged' };
   await writeConnectionHealth(client, connection.id, health);
   if (statusOrItsDetailsChanged(connection, health)) {
-    await notifyWebsite(client, notices, connection, 'connection.status_changed', {
+    await notifyWebsite(client, notifications, connection, 'connection.status_changed', {
       status: health.status,
       previous_status: connection.status,
       error_code: health.errorCode,
@@ -200,7 +203,7 @@ export async function applyHealthSignal(
     });
   }
   if (health.newAccountsAvailable && !connection.newAccountsAvailable) {
-    await notifyWebsite(client, notices, connection, 'connection.new_accounts_available', {});
+    await notifyWebsite(client, notifications, connection, 'connection.new_accounts_available', {});
   }
   await recordEvent(client, {
     ...eventFieldsOf(connection),

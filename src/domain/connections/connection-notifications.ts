@@ -99,13 +99,16 @@ const MAX_BODY_BYTES = 20_000;
  * Whether the website is told, and how it is told soon. Recording happens in the caller's transaction;
  * `deliverSoon` after its commit, so that delivery need not wait for the next poll.
  */
-export interface WebsiteNotices {
+export interface WebsiteNotifications {
   /** False without a WEBSITE_WEBHOOK_URL: nothing is recorded at all. */
   readonly enabled: boolean;
   deliverSoon(): void;
 }
 
-export const NO_WEBSITE_NOTICES: WebsiteNotices = { enabled: false, deliverSoon: () => undefined };
+export const NO_WEBSITE_NOTIFICATIONS: WebsiteNotifications = {
+  enabled: false,
+  deliverSoon: () => undefined,
+};
 
 /**
  * Records a notification about a locked connection in the caller's transaction (so it exists exactly
@@ -114,12 +117,12 @@ export const NO_WEBSITE_NOTICES: WebsiteNotices = { enabled: false, deliverSoon:
  */
 export async function notifyWebsite<T extends NotificationType>(
   client: PoolClient,
-  notices: WebsiteNotices,
+  notifications: WebsiteNotifications,
   connection: Connection,
   type: T,
   detail: NotificationDetail<T>,
 ): Promise<void> {
-  if (!notices.enabled) return;
+  if (!notifications.enabled) return;
   const sequence = await takeNotificationSequence(client, connection.id);
   const body = JSON.stringify({
     type,

@@ -8,14 +8,14 @@ import { findConnection, lockConnection } from '../../repository/connections-rep
 import { recordEvent } from '../../repository/events-repository';
 import { connectedAccountsOf, eventFieldsOf, type ConnectedAccount } from './connection';
 import { addNewAccounts, applyHealthSignal } from './connection-changes';
-import type { WebsiteNotices } from './connection-notifications';
+import type { WebsiteNotifications } from './connection-notifications';
 import { callProvider } from './provider-calls';
 
 export interface RefreshDependencies {
   pool: Pool;
   provider: AccountProvider;
   logger: Logger;
-  websiteNotices: WebsiteNotices;
+  websiteNotifications: WebsiteNotifications;
 }
 
 /**
@@ -51,7 +51,7 @@ export async function refreshStoredConnection(
     const added = await addNewAccounts(client, locked, known, accounts);
     await applyHealthSignal(
       client,
-      deps.websiteNotices,
+      deps.websiteNotifications,
       locked,
       item.errorCode ? { kind: 'error', errorCode: item.errorCode } : { kind: 'verified_healthy' },
       { observedAt, source: 'refresh' },
@@ -79,7 +79,7 @@ async function recordItemError(
     if (locked) {
       await applyHealthSignal(
         client,
-        deps.websiteNotices,
+        deps.websiteNotifications,
         locked,
         { kind: 'error', errorCode },
         { observedAt, source: 'refresh' },

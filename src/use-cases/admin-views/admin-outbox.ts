@@ -6,7 +6,7 @@ import {
   type OutboxKind,
   type OutboxListRow,
 } from '../../repository/outbox-repository';
-import type { WebsiteNotices } from '../../domain/connections/connection-notifications';
+import type { WebsiteNotifications } from '../../domain/connections/connection-notifications';
 import { readKeysetPage } from './admin-list';
 
 /** The outbox's row states as each view names them. */
@@ -42,7 +42,12 @@ function commonFields(row: OutboxListRow) {
  */
 export class AdminOutbox {
   constructor(
-    private readonly deps: { pool: Pool; cursorKey: Buffer; logger: Logger; websiteNotices: WebsiteNotices },
+    private readonly deps: {
+      pool: Pool;
+      cursorKey: Buffer;
+      logger: Logger;
+      websiteNotifications: WebsiteNotifications;
+    },
   ) {}
 
   async listRemovals(state: keyof typeof REMOVAL_STATES, cursor: string | undefined, limit: number) {
@@ -93,7 +98,7 @@ export class AdminOutbox {
         { count: requeued.length, outbox_ids: requeued.slice(0, 100) },
         'website notifications handed back to the worker',
       );
-      this.deps.websiteNotices.deliverSoon();
+      this.deps.websiteNotifications.deliverSoon();
     }
     return requeued.length;
   }

@@ -11,7 +11,7 @@ import type { AccountProvider } from '../../provider/account-provider';
 import { ProviderError } from '../../provider/provider-error';
 import { applyHealthSignal } from '../../domain/connections/connection-changes';
 import type { Connection } from '../../domain/connections/connection';
-import type { WebsiteNotices } from '../../domain/connections/connection-notifications';
+import type { WebsiteNotifications } from '../../domain/connections/connection-notifications';
 import { signalOfItemView, type PlaidView } from '../../domain/connections/connection-health';
 import {
   listConnectionsAfter,
@@ -53,7 +53,7 @@ export interface ReconciliationDependencies {
   provider: AccountProvider;
   vault: TokenVault;
   logger: Logger;
-  websiteNotices: WebsiteNotices;
+  websiteNotifications: WebsiteNotifications;
   /** Plaid calls in flight at once. */
   concurrency: number;
   /** Plaid calls started per second, at most (across the run: one run at a time across instances). */
@@ -193,7 +193,7 @@ export class Reconciliation {
         const differences = done.filter((outcome): outcome is Difference => outcome !== undefined);
         // A difference was applied: the website hears of it now, not at the next poll.
         if (differences.some((difference) => difference.reason !== 'check_failed')) {
-          this.deps.websiteNotices.deliverSoon();
+          this.deps.websiteNotifications.deliverSoon();
         }
         checked += done.length;
         found += differences.length;
@@ -277,7 +277,7 @@ export class Reconciliation {
       if (!locked) return undefined;
       const signal = signalOfItemView(locked.status, view);
       if (!signal) return undefined;
-      const change = await applyHealthSignal(client, this.deps.websiteNotices, locked, signal, {
+      const change = await applyHealthSignal(client, this.deps.websiteNotifications, locked, signal, {
         observedAt,
         source: 'reconciliation',
       });

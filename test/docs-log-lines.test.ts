@@ -63,7 +63,8 @@ function quotesOf(document: { file: string; text: string }): { quotes: Quote[]; 
     quotes.push({
       where: `${document.file}:${lineOf(index)}`,
       level: match[1] as string,
-      message: match[2] as string,
+      // Markdown renders a line break inside a code span as a space; so does Prettier's wrapping.
+      message: (match[2] as string).replace(/\s+/g, ' '),
       fields: [...(match[3] ?? '').matchAll(/`([^`]+)`/g)].map((field) => field[1] as string),
     });
   }

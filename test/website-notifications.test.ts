@@ -110,11 +110,15 @@ describe('notifications to the website', () => {
     });
     expectDeclaredShape(changed!);
     expect(changed!.raw).not.toContain(accessToken);
-    const [row] = await rowsOf(
-      service,
-      `SELECT state, attempts, last_status, notification_type FROM outbox WHERE webhook_id = $1`,
-      [changed!.webhookId],
-    );
+    // The website has the notification before the worker records its 200: wait for the record.
+    const row = await waitFor('the delivery recorded', async () => {
+      const [recorded] = await rowsOf(
+        service,
+        `SELECT state, attempts, last_status, notification_type FROM outbox WHERE webhook_id = $1`,
+        [changed!.webhookId],
+      );
+      return recorded?.state === 'pending' ? undefined : recorded;
+    });
     expect(row).toEqual({
       state: 'done',
       attempts: 1,

@@ -31,7 +31,7 @@ function row(endpoint: string, target: string, measured: MeasuredRow, baseline?:
 const POOLED = 'service behind PgBouncer (transaction mode)';
 const METRICS_OFF = 'service, metrics off (METRICS_PORT=0)';
 
-/** The table as Markdown, ready for the README. */
+/** The table as Markdown, ready for bench/README.md. */
 export function formatTable(rows: TableRows, memory: MemoryFigures, soak: SoakReport | undefined): string {
   const lines = [
     '| endpoint | target | req/s | p50 ms | p99 ms | errors | req/s vs baseline | p99 vs baseline |',

@@ -5,8 +5,8 @@ export interface FieldError {
 
 /**
  * Every error code the API answers with, declared once: the problem handler, the OpenAPI document and
- * the README's error table (checked by a test) are all built from this list. The rules throw by code
- * and never see a status; only the HTTP layer reads `status`.
+ * the error table of docs/website-guide.md (checked by a test) are all built from this list. The rules
+ * throw by code and never see a status; only the HTTP layer reads `status`.
  */
 export const ERROR_REGISTRY = {
   VALIDATION_FAILED: {

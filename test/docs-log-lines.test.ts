@@ -28,7 +28,7 @@ function documents(): { file: string; text: string }[] {
 }
 
 /**
- * How the docs quote a log line (README, "Metrics, traces and logs"): its level and its message in
+ * How the docs quote a log line (docs/operating.md, "Metrics, traces and logs"): its level and its message in
  * code, then the fields to look at as code in the parentheses right after, if any:
  *
  *   the `warn` line `Plaid call failed: …` (`operation`, `kind`, `error_code`)

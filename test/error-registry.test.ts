@@ -14,10 +14,10 @@ interface ProblemResponse {
 const codesOf = (response: ProblemResponse) =>
   [...response.content['application/problem+json']!.schema.allOf[1].properties.code.enum].sort();
 
-/** status -> codes, as the README's error table lists them (codes in backticks, notes in parentheses). */
-function readmeErrorTable(): Map<number, string[]> {
-  const readme = readFileSync(path.resolve(__dirname, '..', 'README.md'), 'utf8');
-  const section = readme.slice(readme.indexOf('\n## Errors'));
+/** status -> codes, as the website's guide's error table lists them (codes in backticks, notes in parentheses). */
+function documentedErrorTable(): Map<number, string[]> {
+  const guide = readFileSync(path.resolve(__dirname, '..', 'docs', 'website-guide.md'), 'utf8');
+  const section = guide.slice(guide.indexOf('\n## Errors'));
   const table = new Map<number, string[]>();
   for (const line of section.split('\n')) {
     const match = /^\|\s*(\d{3})\s*\|(.*)\|\s*$/.exec(line);
@@ -32,14 +32,14 @@ function readmeErrorTable(): Map<number, string[]> {
 }
 
 describe('the error registry', () => {
-  it('when the README lists the error codes, then it lists exactly the registry, each under its status', () => {
+  it("when the website's guide lists the error codes, then it lists exactly the registry, each under its status", () => {
     const expected = new Map<number, string[]>();
     for (const code of ERROR_CODES) {
       const { status } = ERROR_REGISTRY[code];
       expected.set(status, [...(expected.get(status) ?? []), code]);
     }
 
-    const listed = readmeErrorTable();
+    const listed = documentedErrorTable();
 
     expect(Object.fromEntries([...listed].map(([status, codes]) => [status, [...codes].sort()]))).toEqual(
       Object.fromEntries([...expected].map(([status, codes]) => [status, [...codes].sort()])),

@@ -238,13 +238,13 @@ describe('strict request bodies', () => {
     ).toEqual([{ status: 'good' }]);
   });
 
-  it('when the document and the README state the body limits, then they state the nesting limit', () => {
+  it("when the document and the website's guide state the body limits, then they state the nesting limit", () => {
     const description = (buildOpenApiDocument(ENDPOINTS) as unknown as { info: { description: string } }).info
       .description;
-    const readme = readFileSync(path.resolve(__dirname, '..', 'README.md'), 'utf8');
+    const guide = readFileSync(path.resolve(__dirname, '..', 'docs', 'website-guide.md'), 'utf8');
 
     const statement = `nested at most ${JSON_NESTING_LIMIT} levels deep`;
     expect(description).toContain(statement);
-    expect(readme).toContain(statement);
+    expect(guide).toContain(statement);
   });
 });

@@ -164,7 +164,7 @@ describeBehindPooler('the service as an operator runs it behind PgBouncer', () =
     ...overrides,
   });
 
-  it("when it starts on an empty database with DATABASE_DIRECT_URL, then it migrates over it and serves the README's worked flow through PgBouncer", async () => {
+  it("when it starts on an empty database with DATABASE_DIRECT_URL, then it migrates over it and serves the website guide's worked flow through PgBouncer", async () => {
     const secret = `internal-${randomBytes(16).toString('hex')}`;
     const adminSecret = `admin-${randomBytes(16).toString('hex')}`;
     const service = await startMainProcess(

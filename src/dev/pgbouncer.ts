@@ -6,8 +6,8 @@ import path from 'node:path';
 import { findFreePort } from './free-port';
 
 /**
- * PgBouncer in front of a PostgreSQL server, configured the way the README tells an operator to run
- * the service behind it, for the tests and the bench: transaction pooling, the usual
+ * PgBouncer in front of a PostgreSQL server, configured the way docs/operating.md tells an operator to
+ * run the service behind it, for the tests and the bench: transaction pooling, the usual
  * `ignore_startup_parameters = extra_float_digits` and nothing more, a small pool per database and
  * user so that clients really share server connections, and every database of the server reachable
  * under its own name (`* = host=… port=…`), so that per-test databases route through it.

@@ -70,10 +70,11 @@ export const createTokenReencryption = defineEndpoint({
   tags: ['Admin'],
   summary: 'Re-encrypt every stored access token under the first configured key',
   description:
-    'The last step of a key rotation (see the README): every stored access token (connections, ' +
-    'exchanges under way, Item removals not done yet) sealed under another key than the first ' +
-    '`TOKEN_ENCRYPTION_KEY` is sealed again under it, so that the older keys can be dropped. This starts ' +
-    'a run in the background and answers its `run_id` and the target `key_id` at once; follow it with ' +
+    'The last step of a key rotation (see docs/operating.md, Rotating the encryption key): every stored ' +
+    'access token (connections, exchanges under way, Item removals not done yet) sealed under another ' +
+    'key than the first `TOKEN_ENCRYPTION_KEY` is sealed again under it, so that the older keys can be ' +
+    'dropped. This starts a run in the background and answers its `run_id` and the target `key_id` at ' +
+    'once; follow it with ' +
     '`GET /admin/tokens/reencrypt/{run_id}` (`npm run reencrypt-tokens` runs one in the foreground). ' +
     'Start it only once every instance runs with the new key first.\n\n' +
     'Tokens go in batches of `TOKEN_REENCRYPT_BATCH_SIZE`: each a read that takes no lock, then one ' +

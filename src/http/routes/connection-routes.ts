@@ -70,9 +70,9 @@ export const getConnectionStatus = defineEndpoint({
   summary: "A user's connections and whether each still works",
   description:
     'Every connection of the user with its status and its accounts, never a token: what the website ' +
-    'needs to show “reconnect your bank”. See the README (Connection health) for what to do about each ' +
-    'status. It reads and changes nothing else, so either secret may call it: an admin sees what the ' +
-    'website shows the user.',
+    'needs to show “reconnect your bank”. See docs/website-guide.md (Connection health) for what to do ' +
+    'about each status. It reads and changes nothing else, so either secret may call it: an admin sees ' +
+    'what the website shows the user.',
   body: {
     schema: connectionStatusBody,
     required: true,

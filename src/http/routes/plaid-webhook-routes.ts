@@ -24,8 +24,8 @@ export const receivePlaidWebhook = defineEndpoint({
     '(`WEBHOOK_REQUESTS_PER_MINUTE`). Verification is never switched off: the emulator signs its webhooks.\n\n' +
     'Applying a webhook is idempotent on the connection’s state: a repeated delivery changes nothing more, ' +
     'and one signed before the connection’s last known state is ignored; it is answered at once. One for an ' +
-    'Item this service does not know is answered `200` and logged. Expose only this path publicly (see the ' +
-    'README).',
+    'Item this service does not know is answered `200` and logged. Expose only this path publicly (see ' +
+    'docs/operating.md, Exposing only `/webhooks/plaid`).',
   body: {
     schema: webhookBody,
     required: true,

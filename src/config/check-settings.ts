@@ -6,22 +6,16 @@ const CHECKED_HERE = (SETTING_GROUPS as readonly SettingGroup<Declarations, unkn
   (group) => !group.checkedByItsOwnStep,
 );
 
-/** What production demands of one variable's value. */
-export function productionProblemsOf<V>(
+/**
+ * What production's rules make of a value: a variable's (`setting.production`) or one entry of its list
+ * (`setting.productionOfEach`, `name` then naming the entry too).
+ */
+export function problemsOf<V>(
+  rules: readonly ProductionRule<V>[] | undefined,
   name: string,
-  setting: { readonly production?: readonly ProductionRule<V>[] },
   value: V,
 ): string[] {
-  return (setting.production ?? []).flatMap((rule) => rule.problems(name, value));
-}
-
-/** What production demands of one entry of a list; `where` names the variable and the entry. */
-export function entryProductionProblemsOf<E>(
-  where: string,
-  setting: { readonly productionOfEach?: readonly ProductionRule<E>[] },
-  entry: E,
-): string[] {
-  return (setting.productionOfEach ?? []).flatMap((rule) => rule.problems(where, entry));
+  return (rules ?? []).flatMap((rule) => rule.problems(name, value));
 }
 
 /** A group's rules over several variables that hold in this environment, in their order. */
@@ -44,7 +38,7 @@ export function productionProblems(settings: Settings): string[] {
   const values = settings as Readonly<Record<string, unknown>>;
   return CHECKED_HERE.flatMap((group) => [
     ...Object.entries(group.settings as Declarations).flatMap(([name, setting]) =>
-      productionProblemsOf(name, setting as { production?: ProductionRule<unknown>[] }, values[name]),
+      problemsOf(setting.production as readonly ProductionRule<unknown>[] | undefined, name, values[name]),
     ),
     ...rulesHolding(group, 'production').flatMap((rule) => rule.problems(settings)),
   ]);

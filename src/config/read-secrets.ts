@@ -1,5 +1,5 @@
 import { KEY_FORMAT_PROBLEM, decodeKey, entryName } from './config-rules';
-import { entryProductionProblemsOf, productionProblemsOf, spanningRulesOf } from './check-settings';
+import { problemsOf, spanningRulesOf } from './check-settings';
 import type { LocalSecrets } from './local-secrets';
 import { entriesOf } from './parse-environment';
 import { secretsAndKeys, type ReadSecretsAndKeys } from './settings/secret-settings';
@@ -34,9 +34,9 @@ export function readSecretsAndKeys(
     }
     if (production) {
       problems.push(
-        ...productionProblemsOf(name, setting, values),
+        ...problemsOf(setting.production, name, values),
         ...values.flatMap((value, index) =>
-          entryProductionProblemsOf(`${name}${entryName(index, values.length)}`, setting, value),
+          problemsOf(setting.productionOfEach, `${name}${entryName(index, values.length)}`, value),
         ),
       );
     }
@@ -54,7 +54,7 @@ export function readSecretsAndKeys(
           problems.push(`${where}: ${KEY_FORMAT_PROBLEM}`);
           return [];
         }
-        if (production) problems.push(...entryProductionProblemsOf(where, setting, bytes));
+        if (production) problems.push(...problemsOf(setting.productionOfEach, where, bytes));
         return [bytes];
       });
     }

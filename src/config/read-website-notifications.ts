@@ -1,7 +1,7 @@
 import { MIN_SECRET_BYTES, decodeWebhookSecret } from '../crypto/standard-webhooks';
 import type { Config } from './config';
 import { entryName } from './config-rules';
-import { entryProductionProblemsOf, productionProblemsOf, spanningRulesOf } from './check-settings';
+import { problemsOf, spanningRulesOf } from './check-settings';
 import type { LocalSecrets } from './local-secrets';
 import { GENERATE_WEBHOOK_SECRET, websiteNotifications } from './settings/notification-settings';
 import type { Settings } from './settings/setting-groups';
@@ -39,10 +39,10 @@ export function readWebsiteNotifications(
       );
       return [];
     }
-    if (production) problems.push(...entryProductionProblemsOf(where, WEBSITE_WEBHOOK_SECRET, key));
+    if (production) problems.push(...problemsOf(WEBSITE_WEBHOOK_SECRET.productionOfEach, where, key));
     return [key];
   });
-  if (production) problems.push(...productionProblemsOf('WEBSITE_WEBHOOK_URL', WEBSITE_WEBHOOK_URL, url));
+  if (production) problems.push(...problemsOf(WEBSITE_WEBHOOK_URL.production, 'WEBSITE_WEBHOOK_URL', url));
   problems.push(
     ...spanningRulesOf(websiteNotifications, production).flatMap((rule) =>
       rule.problems({ production, url, secrets: written }),

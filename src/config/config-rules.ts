@@ -1,6 +1,10 @@
+import type { ProductionRule, RealProviderSign } from './settings/setting';
 import { EXCHANGE_CLAIM_STALE_AFTER_MS, exchangeCriticalWindowMs } from './time-budgets';
 
-/** The rules configuration is checked against, production's above all; messages never show a value. */
+/**
+ * The kinds of rule configuration is checked against, production's above all; the settings under
+ * settings/ say which rule holds for which variable. Messages never show a value.
+ */
 
 const KEY_BYTES = 32;
 export const MIN_PRODUCTION_SECRET_LENGTH = 32;
@@ -26,10 +30,8 @@ export const KEY_FORMAT_PROBLEM = `must be base64 of exactly ${KEY_BYTES} bytes,
 
 export const isOneRepeatedByte = (bytes: Buffer) => bytes.every((byte) => byte === bytes[0]);
 
-/** Plaid's production host: a PLAID_BASE_URL there means real Plaid, whatever PLAID_ENV says. */
-export const PLAID_PRODUCTION_HOST = 'production.plaid.com';
-
-const hostOf = (url: string | undefined): string | undefined => {
+/** A URL's host as the URL parser reads it (lower case, without a trailing dot), or undefined. */
+export const hostOf = (url: string | undefined): string | undefined => {
   if (!url?.trim()) return undefined;
   try {
     // The URL parser lowers the host's case; a trailing dot names the same host.
@@ -40,41 +42,22 @@ const hostOf = (url: string | undefined): string | undefined => {
 };
 
 /**
- * Settings that mean a provider's production (real banks, real money): each demands NODE_ENV=production,
- * so that every production rule applies. A provider joins with one line.
- */
-const REAL_PROVIDER_SETTINGS: readonly {
-  setting: string;
-  means: string;
-  isSet: (environment: Readonly<Record<string, string | undefined>>) => boolean;
-}[] = [
-  {
-    setting: 'PLAID_ENV=production',
-    means: 'real Plaid',
-    isSet: (environment) => environment.PLAID_ENV?.trim() === 'production',
-  },
-  {
-    setting: `PLAID_BASE_URL on ${PLAID_PRODUCTION_HOST}`,
-    means: 'real Plaid',
-    isSet: (environment) => hostOf(environment.PLAID_BASE_URL) === PLAID_PRODUCTION_HOST,
-  },
-];
-
-/**
  * A real provider outside NODE_ENV=production is refused rather than switched to production's rules:
  * switching would also switch defaults (HOST, the secrets generated in DATA_DIR) behind the operator's
- * back. Read from the raw environment, so that it is said even beside a malformed setting.
+ * back. Read from the raw environment, so that it is said even beside a malformed setting. `signs` are the
+ * settings' values that mean a provider's production, in the order the settings are declared.
  */
 export function realProviderOutsideProductionProblem(
   environment: Readonly<Record<string, string | undefined>>,
+  signs: readonly { name: string; sign: RealProviderSign }[],
 ): string | undefined {
   const nodeEnv = environment.NODE_ENV?.trim();
   if (nodeEnv === 'production') return undefined;
-  const found = REAL_PROVIDER_SETTINGS.filter((rule) => rule.isSet(environment));
+  const found = signs.filter(({ name, sign }) => sign.isSet(environment[name])).map(({ sign }) => sign);
   if (found.length === 0) return undefined;
-  const means = [...new Set(found.map((rule) => rule.means))].join(' and ');
+  const means = [...new Set(found.map((sign) => sign.means))].join(' and ');
   return (
-    `NODE_ENV: ${found.map((rule) => rule.setting).join(' and ')} ${found.length > 1 ? 'mean' : 'means'} ${means}, ` +
+    `NODE_ENV: ${found.map((sign) => sign.setting).join(' and ')} ${found.length > 1 ? 'mean' : 'means'} ${means}, ` +
     `but NODE_ENV is ${nodeEnv ? nodeEnv : 'not set (so development)'}: set NODE_ENV=production so that every ` +
     `production rule applies (secrets, keys, HOST, https:// URLs), or point the service at a sandbox`
   );
@@ -96,17 +79,6 @@ export function secretWeaknesses(secret: string): string[] {
   if (distinct === 1) weaknesses.push('is one character repeated');
   else if (distinct < minDistinct) weaknesses.push(`has fewer than ${minDistinct} distinct characters`);
   return weaknesses;
-}
-
-export const KEY_NAMES = ['TOKEN_ENCRYPTION_KEY', 'TOKEN_HMAC_KEY'] as const;
-
-/** Format problems of the configured keys, from the raw text, so they are listed even beside a type error. */
-export function keyFormatProblems(name: (typeof KEY_NAMES)[number], raw: string | undefined): string[] {
-  const entries = name === 'TOKEN_ENCRYPTION_KEY' ? (raw ?? '').split(',') : [raw ?? ''];
-  const values = entries.map((value) => value.trim()).filter((value) => value !== '');
-  return values.flatMap((value, index) =>
-    decodeKey(value) ? [] : [`${name}${entryName(index, values.length)}: ${KEY_FORMAT_PROBLEM}`],
-  );
 }
 
 /**
@@ -144,3 +116,62 @@ export function timingProblems(
   }
   return problems;
 }
+
+// The rules production holds one variable to, which the settings name.
+
+export const requiredInProduction: ProductionRule<unknown> = {
+  states: 'required',
+  problems: (name, value) => (value === undefined ? [`${name}: is required when NODE_ENV=production`] : []),
+};
+
+/** `why`: what travels over it; `otherwise`: what to do instead, when there is something. */
+export const httpsOnly = (why: string, otherwise?: string): ProductionRule<string | undefined> => ({
+  states: `\`https://\` only (${why})`,
+  problems: (name, url) =>
+    url && new URL(url).protocol !== 'https:'
+      ? [
+          `${name}: must start with https:// when NODE_ENV=production (${why})` +
+            (otherwise ? `; ${otherwise}` : ''),
+        ]
+      : [],
+});
+
+/** `subject` is how the problem names what must be strong: "it", or "every secret" of a list. */
+export const strongSecret = (subject: 'it' | 'every secret'): ProductionRule<string> => ({
+  states:
+    `at least ${MIN_PRODUCTION_SECRET_LENGTH} random characters (not one character repeated, at least ` +
+    `${MIN_DISTINCT_SECRET_CHARACTERS} distinct ones, ${MIN_DISTINCT_HEX_SECRET_CHARACTERS} for a hex secret, ` +
+    'whose alphabet has only 16)',
+  problems: (name, secret) => {
+    const weaknesses = secretWeaknesses(secret);
+    if (weaknesses.length === 0) return [];
+    return [
+      `${name}: ${weaknesses.join(' and ')}; ${subject} must be at least ${MIN_PRODUCTION_SECRET_LENGTH} ` +
+        `random characters when NODE_ENV=production (${GENERATE_ONE})`,
+    ];
+  },
+});
+
+export const limitedSecretsPerRole: ProductionRule<string[] | undefined> = {
+  states: `at most ${MAX_SECRETS_PER_ROLE} secrets (the new one and the old one)`,
+  problems: (name, values = []) =>
+    values.length > MAX_SECRETS_PER_ROLE
+      ? [
+          `${name}: has ${values.length} secrets; at most ${MAX_SECRETS_PER_ROLE} (the new one, then the old one ` +
+            `while callers move over) are allowed when NODE_ENV=production; remove the retired ones`,
+        ]
+      : [],
+};
+
+/** A rule of a value that holds only when the variable is set. */
+export const ifSet = <V>(rule: ProductionRule<V>): ProductionRule<V | undefined> => ({
+  states: rule.states,
+  problems: (name, value) => (value === undefined ? [] : rule.problems(name, value)),
+});
+
+/** `generateOne`: the hint at how to make a good one. */
+export const notOneRepeatedByte = (generateOne: string): ProductionRule<Buffer> => ({
+  states: 'not one byte repeated',
+  problems: (name, bytes) =>
+    isOneRepeatedByte(bytes) ? [`${name}: is one byte repeated, not a random key (${generateOne})`] : [],
+});

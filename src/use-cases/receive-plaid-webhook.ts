@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { withTransaction } from '../db/pool';
+import { withTransaction } from '../db/transactions';
 import {
   applyHealthSignal,
   removeAccountOfConnection,

@@ -1,4 +1,4 @@
-import { withTransaction } from '../db/pool';
+import { withTransaction } from '../db/transactions';
 import { removeAccountOfConnection, removeWholeConnection } from '../domain/connections/connection-changes';
 import { notFound } from '../errors';
 import { findAccountOwner } from '../repository/accounts-repository';

@@ -1,4 +1,5 @@
-import { CommitOutcomeUnknownError, withTransaction } from '../../db/pool';
+import { CommitOutcomeUnknownError } from '../../db/database-errors';
+import { withTransaction } from '../../db/transactions';
 import { queueRemovalOfUnstoredItem } from '../../domain/connections/connection-changes';
 import { recordEvent } from '../../repository/events-repository';
 import { finishExchange, type ExchangeClaim } from '../../repository/exchanges-repository';

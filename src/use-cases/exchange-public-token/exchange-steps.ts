@@ -1,4 +1,5 @@
-import { CommitOutcomeUnknownError, isUniqueViolation, withCommittingStatement } from '../../db/pool';
+import { CommitOutcomeUnknownError, isUniqueViolation } from '../../db/database-errors';
+import { withCommittingStatement } from '../../db/transactions';
 import { refreshStoredConnection } from '../../domain/connections/connection-refresh';
 import {
   connectedAccountsOf,

@@ -217,6 +217,61 @@ export function buildDependencies(
   };
 }
 
+/** One step of closing the dependencies: what a shutdown waits for while it runs, and its failure's log line. */
+interface ClosingStep {
+  waitingFor: string;
+  failure: string;
+  close(deps: Dependencies): Promise<unknown>;
+}
+
+/**
+ * The order of closing: the runs and the workers first, each ending or failing what it is doing, which
+ * needs the pools; then the pools.
+ */
+const CLOSING_STEPS: readonly ClosingStep[] = [
+  {
+    waitingFor: 'the reconciliation',
+    failure: 'reconciliation stop failed',
+    close: (deps) => deps.reconciliation.stop(),
+  },
+  {
+    waitingFor: 'the token re-encryption',
+    failure: 'token re-encryption stop failed',
+    close: (deps) => deps.tokenReencryption.stop(),
+  },
+  { waitingFor: 'the outbox worker', failure: 'outbox stop failed', close: (deps) => deps.outbox.stop() },
+  { waitingFor: 'the retention', failure: 'retention stop failed', close: (deps) => deps.retention.stop() },
+];
+
+const POOLS_STEP = 'the database pools to close';
+
+/**
+ * Stops what `buildDependencies` built and closes its pools: the service's shutdown, a script's end and
+ * a test's. A step that fails is logged and the next goes on (a process on its way out closes all it
+ * can); the failures are answered, none when everything closed. `onStep` hears each step's name as it
+ * begins: the shutdown names the one it was still waiting for when its deadline passes.
+ */
+export async function closeDependencies(
+  deps: Dependencies,
+  logger: Logger,
+  onStep: (waitingFor: string) => void = () => undefined,
+): Promise<unknown[]> {
+  const failures: unknown[] = [];
+  const failed = (message: string) => (error: unknown) => {
+    failures.push(error);
+    logger.error({ err: error }, message);
+  };
+  for (const step of CLOSING_STEPS) {
+    onStep(step.waitingFor);
+    await step.close(deps).catch(failed(step.failure));
+  }
+  onStep(POOLS_STEP);
+  for (const pool of [deps.pool, deps.adminPool, deps.asyncCommitPool]) {
+    await pool.end().catch(failed('pool close failed'));
+  }
+  return failures;
+}
+
 /** What the HTTP app needs of the dependencies, the same for the service and its tests. */
 export function toAppDependencies(config: Config, logger: Logger, deps: Dependencies): AppDependencies {
   // Pools, the provider, the vault, the worker and the limits stay here: the app reaches them only

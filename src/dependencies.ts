@@ -5,7 +5,7 @@ import type { Config } from './config/load-config';
 import { EXCHANGE_ABANDON_AFTER_MS } from './config/time-budgets';
 import { deriveCursorKey } from './crypto/admin-cursor';
 import { TokenVault } from './crypto/token-vault';
-import { createPool, isDatabaseAnswering, type Pool } from './db/pool';
+import { createPool, isDatabaseAnswering } from './db/pool';
 import { NO_WEBSITE_NOTIFICATIONS } from './domain/connections/connection-notifications';
 import { PerUserLimits } from './domain/per-user-limits';
 import { DatabaseGauges } from './jobs/database-gauges';
@@ -16,41 +16,39 @@ import { RetentionJob } from './jobs/retention';
 import { WebsiteNotificationHandler } from './jobs/website-notification-handler';
 import type { Logger } from './observability/logger';
 import { ServiceMetrics } from './observability/metrics';
-import type { AccountProvider } from './provider/account-provider';
 import { PlaidProvider, type PlaidProviderOptions } from './provider/plaid-provider';
 import { createWebhookVerifier } from './provider/webhook-verifier';
-import type { UseCaseHooks } from './use-cases/use-case-dependencies';
-import { buildUseCases, type UseCases } from './use-cases/use-cases';
+import type { UseCaseDependencies } from './use-cases/use-case-dependencies';
+import { buildUseCases, type UseCaseParts, type UseCases } from './use-cases/use-cases';
 import type { PlaidCaller } from './vocabulary/plaid-calls';
 
 /** What the process holds: its pools, its provider, its background jobs, and every use case. */
-export interface Dependencies extends UseCases {
-  pool: Pool;
-  /** Admin pages, stats and exports only: they can never take the account endpoints' connections. */
-  adminPool: Pool;
-  /**
-   * The batched writes whose loss in a database crash is harmless (rate-limit counters,
-   * `link_token_created` events): each statement commits without waiting for the disk
-   * (`synchronous_commit` off for its own transaction); never an exchange's or a removal's writes.
-   */
-  asyncCommitPool: Pool;
-  provider: AccountProvider;
-  vault: TokenVault;
+export interface Dependencies
+  extends
+    UseCases,
+    Pick<UseCaseParts, 'pool' | 'adminPool' | 'asyncCommitPool' | 'provider' | 'vault' | 'perUserLimits'> {
   /**
    * The worker that finishes what committed changes queued: Item removals at the provider, notifications
-   * to the website. start() it; stop() it before the pools close.
+   * to the website. start() it; closeDependencies() stops it before the pools close.
    */
   outbox: OutboxWorker;
-  /** Deletes rows past their retention, in bounded batches. start() it; stop() it before the pools close. */
+  /** Deletes rows past their retention, in bounded batches. start() it; closeDependencies() stops it. */
   retention: RetentionJob;
-  perUserLimits: PerUserLimits;
   /** Undefined when METRICS_PORT is 0: nothing is measured at all then. */
   metrics: ServiceMetrics | undefined;
   /** The gauges read from the database; the metrics listener refreshes them before a scrape. */
   databaseGauges: DatabaseGauges | undefined;
 }
 
-export interface DependencyOverrides {
+/**
+ * What `buildDependencies` takes besides the configuration: what is known only once start-up ran (the
+ * database's URL, the embedded one's included; Plaid's, or the built-in emulator's, and its
+ * credentials), and what tests tune.
+ */
+export interface DependencyOverrides extends Pick<
+  UseCaseDependencies,
+  'hooks' | 'removalWaitMs' | 'userRemovalBatchSize'
+> {
   databaseUrl: string;
   plaid: { clientId: string; secret: string; baseUrl?: string | undefined; webhookUrl?: string | undefined };
   providerTuning?: Partial<
@@ -59,10 +57,7 @@ export interface DependencyOverrides {
       'retryBaseDelayMs' | 'retryMaxDelayMs' | 'breakerThreshold' | 'breakerHalfOpenAfterMs'
     >
   >;
-  hooks?: UseCaseHooks;
   poolMax?: number;
-  removalWaitMs?: number;
-  userRemovalBatchSize?: number;
   /** Node's process metrics: one set per process is enough (tests build many services in one). */
   processMetrics?: boolean;
 }

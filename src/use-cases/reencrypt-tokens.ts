@@ -52,8 +52,10 @@ export interface TokenReencryptionRun extends TokenReencryptionProgress {
   finishedAt: Date | null;
 }
 
-export interface TokenReencryptionDependencies
-  extends Pick<UseCaseDependencies, 'pool' | 'vault' | 'logger' | 'metrics' | 'hooks'> {
+export interface TokenReencryptionDependencies extends Pick<
+  UseCaseDependencies,
+  'pool' | 'vault' | 'logger' | 'metrics' | 'hooks'
+> {
   /** Tokens read and rewritten per statement. */
   batchSize: number;
 }

@@ -47,8 +47,10 @@ export * from './reconciliation-report';
 
 /** Connections read, checked and saved together; progress and the heartbeat are written per page. */
 const PAGE_SIZE = 100;
-export interface ReconciliationDependencies
-  extends Pick<UseCaseDependencies, 'pool' | 'vault' | 'logger' | 'websiteNotifications'> {
+export interface ReconciliationDependencies extends Pick<
+  UseCaseDependencies,
+  'pool' | 'vault' | 'logger' | 'websiteNotifications'
+> {
   /** A provider of its own: a run during a Plaid outage must not open the breaker on users' calls. */
   provider: AccountProvider;
   /** Plaid calls in flight at once. */

@@ -5,7 +5,7 @@ import type { Config } from './config/load-config';
 import { EXCHANGE_ABANDON_AFTER_MS } from './config/time-budgets';
 import { deriveCursorKey } from './crypto/admin-cursor';
 import { TokenVault } from './crypto/token-vault';
-import { createPool, isDatabaseAnswering, type Pool } from './db/pool';
+import { createPool, isDatabaseAnswering } from './db/pool';
 import { NO_WEBSITE_NOTIFICATIONS } from './domain/connections/connection-notifications';
 import { PerUserLimits } from './domain/per-user-limits';
 import { DatabaseGauges } from './jobs/database-gauges';
@@ -16,41 +16,39 @@ import { RetentionJob } from './jobs/retention';
 import { WebsiteNotificationHandler } from './jobs/website-notification-handler';
 import type { Logger } from './observability/logger';
 import { ServiceMetrics } from './observability/metrics';
-import type { AccountProvider } from './provider/account-provider';
 import { PlaidProvider, type PlaidProviderOptions } from './provider/plaid-provider';
 import { createWebhookVerifier } from './provider/webhook-verifier';
-import type { UseCaseHooks } from './use-cases/use-case-dependencies';
-import { buildUseCases, type UseCases } from './use-cases/use-cases';
+import type { UseCaseDependencies } from './use-cases/use-case-dependencies';
+import { buildUseCases, type UseCaseParts, type UseCases } from './use-cases/use-cases';
 import type { PlaidCaller } from './vocabulary/plaid-calls';
 
 /** What the process holds: its pools, its provider, its background jobs, and every use case. */
-export interface Dependencies extends UseCases {
-  pool: Pool;
-  /** Admin pages, stats and exports only: they can never take the account endpoints' connections. */
-  adminPool: Pool;
-  /**
-   * The batched writes whose loss in a database crash is harmless (rate-limit counters,
-   * `link_token_created` events): each statement commits without waiting for the disk
-   * (`synchronous_commit` off for its own transaction); never an exchange's or a removal's writes.
-   */
-  asyncCommitPool: Pool;
-  provider: AccountProvider;
-  vault: TokenVault;
+export interface Dependencies
+  extends
+    UseCases,
+    Pick<UseCaseParts, 'pool' | 'adminPool' | 'asyncCommitPool' | 'provider' | 'vault' | 'perUserLimits'> {
   /**
    * The worker that finishes what committed changes queued: Item removals at the provider, notifications
-   * to the website. start() it; stop() it before the pools close.
+   * to the website. start() it; closeDependencies() stops it before the pools close.
    */
   outbox: OutboxWorker;
-  /** Deletes rows past their retention, in bounded batches. start() it; stop() it before the pools close. */
+  /** Deletes rows past their retention, in bounded batches. start() it; closeDependencies() stops it. */
   retention: RetentionJob;
-  perUserLimits: PerUserLimits;
   /** Undefined when METRICS_PORT is 0: nothing is measured at all then. */
   metrics: ServiceMetrics | undefined;
   /** The gauges read from the database; the metrics listener refreshes them before a scrape. */
   databaseGauges: DatabaseGauges | undefined;
 }
 
-export interface DependencyOverrides {
+/**
+ * What `buildDependencies` takes besides the configuration: what is known only once start-up ran (the
+ * database's URL, the embedded one's included; Plaid's, or the built-in emulator's, and its
+ * credentials), and what tests tune.
+ */
+export interface DependencyOverrides extends Pick<
+  UseCaseDependencies,
+  'hooks' | 'removalWaitMs' | 'userRemovalBatchSize'
+> {
   databaseUrl: string;
   plaid: { clientId: string; secret: string; baseUrl?: string | undefined; webhookUrl?: string | undefined };
   providerTuning?: Partial<
@@ -59,10 +57,7 @@ export interface DependencyOverrides {
       'retryBaseDelayMs' | 'retryMaxDelayMs' | 'breakerThreshold' | 'breakerHalfOpenAfterMs'
     >
   >;
-  hooks?: UseCaseHooks;
   poolMax?: number;
-  removalWaitMs?: number;
-  userRemovalBatchSize?: number;
   /** Node's process metrics: one set per process is enough (tests build many services in one). */
   processMetrics?: boolean;
 }
@@ -215,6 +210,61 @@ export function buildDependencies(
     databaseGauges,
     ...useCases,
   };
+}
+
+/** One step of closing the dependencies: what a shutdown waits for while it runs, and its failure's log line. */
+interface ClosingStep {
+  waitingFor: string;
+  failure: string;
+  close(deps: Dependencies): Promise<unknown>;
+}
+
+/**
+ * The order of closing: the runs and the workers first, each ending or failing what it is doing, which
+ * needs the pools; then the pools.
+ */
+const CLOSING_STEPS: readonly ClosingStep[] = [
+  {
+    waitingFor: 'the reconciliation',
+    failure: 'reconciliation stop failed',
+    close: (deps) => deps.reconciliation.stop(),
+  },
+  {
+    waitingFor: 'the token re-encryption',
+    failure: 'token re-encryption stop failed',
+    close: (deps) => deps.tokenReencryption.stop(),
+  },
+  { waitingFor: 'the outbox worker', failure: 'outbox stop failed', close: (deps) => deps.outbox.stop() },
+  { waitingFor: 'the retention', failure: 'retention stop failed', close: (deps) => deps.retention.stop() },
+];
+
+const POOLS_STEP = 'the database pools to close';
+
+/**
+ * Stops what `buildDependencies` built and closes its pools: the service's shutdown, a script's end and
+ * a test's. A step that fails is logged and the next goes on (a process on its way out closes all it
+ * can); the failures are answered, none when everything closed. `onStep` hears each step's name as it
+ * begins: the shutdown names the one it was still waiting for when its deadline passes.
+ */
+export async function closeDependencies(
+  deps: Dependencies,
+  logger: Logger,
+  onStep: (waitingFor: string) => void = () => undefined,
+): Promise<unknown[]> {
+  const failures: unknown[] = [];
+  const failed = (message: string) => (error: unknown) => {
+    failures.push(error);
+    logger.error({ err: error }, message);
+  };
+  for (const step of CLOSING_STEPS) {
+    onStep(step.waitingFor);
+    await step.close(deps).catch(failed(step.failure));
+  }
+  onStep(POOLS_STEP);
+  for (const pool of [deps.pool, deps.adminPool, deps.asyncCommitPool]) {
+    await pool.end().catch(failed('pool close failed'));
+  }
+  return failures;
 }
 
 /** What the HTTP app needs of the dependencies, the same for the service and its tests. */

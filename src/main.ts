@@ -113,27 +113,12 @@ async function main(): Promise<void> {
       );
     }
     await step('exchanges under way', async () => deps?.exchanges.drain());
-    await step('the reconciliation', async () =>
-      deps?.reconciliation
-        .stop()
-        .catch((error: unknown) => logger.error({ err: error }, 'reconciliation stop failed')),
-    );
-    await step('the token re-encryption', async () =>
-      deps?.tokenReencryption
-        .stop()
-        .catch((error: unknown) => logger.error({ err: error }, 'token re-encryption stop failed')),
-    );
-    await step('the outbox worker', async () =>
-      deps?.outbox.stop().catch((error: unknown) => logger.error({ err: error }, 'outbox stop failed')),
-    );
-    await step('the retention', async () =>
-      deps?.retention.stop().catch((error: unknown) => logger.error({ err: error }, 'retention stop failed')),
-    );
-    await step('the database pools to close', async () => {
-      for (const pool of [deps?.pool, deps?.adminPool, deps?.asyncCommitPool]) {
-        await pool?.end().catch((error: unknown) => logger.error({ err: error }, 'pool close failed'));
-      }
-    });
+    if (deps) {
+      const { closeDependencies } = await import('./dependencies.js');
+      await closeDependencies(deps, logger, (what) => {
+        waitingFor = what;
+      });
+    }
     await step('the built-in Plaid emulator to close', async () => closeEmulator?.());
     await step('the embedded PostgreSQL to stop', async () =>
       ownDatabase

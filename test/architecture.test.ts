@@ -164,13 +164,15 @@ describe('the architecture', () => {
 
   it('when a use case is built, then it imports no other use case', () => {
     // A use case is a file directly in use-cases/ or a folder of it; the shared dependencies type, the
-    // list that builds them all, the runs of one-at-a-time jobs and the work shutdown waits for are
-    // not use cases.
+    // list that builds them all, the runs of one-at-a-time jobs, the work shutdown waits for, the
+    // look-up of a user's connection and the delivery of a committed removal are not use cases.
     const shared = [
       'use-cases/use-case-dependencies',
       'use-cases/use-cases',
       'use-cases/exclusive-runs',
       'use-cases/in-flight-work',
+      'use-cases/user-connection-lookup',
+      'use-cases/removal-delivery',
     ];
     const useCaseOf = (module: string) => module.split('/').slice(0, 2).join('/');
     const between = INTERNAL.filter(

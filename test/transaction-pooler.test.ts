@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { createLogger } from '../src/observability/logger';
-import { createPool, withTransaction, type Pool } from '../src/db/pool';
+import { createPool, type Pool } from '../src/db/pool';
+import { withTransaction } from '../src/db/transactions';
 import { migrateDatabase } from '../src/db/migrate';
 import { behindPooler, createTestDatabase, onServer, type TestDatabase } from './support/database';
 import { reachableTempDir, removeTempDirs, startMainProcess } from './support/main-process';

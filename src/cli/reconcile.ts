@@ -1,6 +1,6 @@
 import dotenv from 'dotenv';
 import { failScript as fail, loadScriptConfig } from './script-config';
-import { buildDependencies } from '../dependencies';
+import { buildDependencies, closeDependencies } from '../dependencies';
 import { AppError } from '../errors';
 import { createLogger } from '../observability/logger';
 import type { Difference, ReconciliationProgress } from '../use-cases/reconciliation/reconcile-connections';
@@ -64,8 +64,8 @@ async function run(): Promise<void> {
     if (error instanceof AppError) fail(`reconciliation did not start: ${error.detail}`);
     throw error;
   } finally {
-    await deps.reconciliation.stop();
-    await Promise.all([deps.pool.end(), deps.adminPool.end(), deps.asyncCommitPool.end()]);
+    // A failure to close is logged; the script then exits 1, as when the run itself failed.
+    if ((await closeDependencies(deps, logger)).length > 0) process.exitCode = 1;
   }
 }
 

@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { Client } from 'pg';
 import { DATABASE_CONNECT_TIMEOUT_MS } from '../config/time-budgets';
-import { isPreparedStatementMismatch } from './pool';
+import { isPreparedStatementMismatch } from './database-errors';
 
 export interface ServerSessions {
   /**

@@ -1,4 +1,5 @@
-import { withTransaction, type Pool } from '../db/pool';
+import type { Pool } from '../db/pool';
+import { withTransaction } from '../db/transactions';
 import type { Logger } from '../observability/logger';
 import type { ServiceMetrics } from '../observability/metrics';
 import { inNewTrace, inSpan } from '../observability/spans';

@@ -1,4 +1,5 @@
-import { withReadOnlySnapshot, type Pool } from '../db/pool';
+import type { Pool } from '../db/pool';
+import { withReadOnlySnapshot } from '../db/transactions';
 import { countRecentEvents } from '../repository/events-repository';
 import { countRecentlyDeliveredNotifications } from '../repository/outbox-repository';
 import { readServiceFigures } from '../repository/service-figures-repository';

@@ -2,11 +2,9 @@ import type { Pool } from '../db/pool';
 import { StatementBatcher } from '../db/statement-batcher';
 import { callProvider } from '../domain/connections/provider-calls';
 import { recordEvents, type EventRecord } from '../repository/events-repository';
-import {
-  findUserConnection,
-  type ConnectionReference,
-  type UseCaseDependencies,
-} from './use-case-dependencies';
+import type { ConnectionReference } from '../domain/connections/connection-reference';
+import type { UseCaseDependencies } from './use-case-dependencies';
+import { findUserConnection } from './user-connection-lookup';
 
 export interface LinkToken {
   linkToken: string;

@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { withTransaction } from '../db/pool';
+import { withTransaction } from '../db/transactions';
 import {
   applyHealthSignal,
   removeAccountOfConnection,
@@ -20,7 +20,8 @@ import {
 } from '../provider/webhook-verifier';
 import { lockConnection, noteWebhookReceived } from '../repository/connections-repository';
 import { recordWebhookDelivery } from '../repository/webhook-deliveries-repository';
-import { deliverRemoval, type UseCaseDependencies } from './use-case-dependencies';
+import { deliverRemoval } from './removal-delivery';
+import type { UseCaseDependencies } from './use-case-dependencies';
 
 /**
  * What became of a verified webhook: `applied` (it changed a connection), `duplicate` (the connection

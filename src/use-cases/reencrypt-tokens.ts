@@ -1,9 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { TokenDecryptionError, TokenVault } from '../crypto/token-vault';
-import type { Pool } from '../db/pool';
 import { AppError, notFound } from '../errors';
 import type { Logger } from '../observability/logger';
-import type { ServiceMetrics } from '../observability/metrics';
 import { inNewTrace } from '../observability/spans';
 import {
   FIRST_ROW_KEY,
@@ -26,7 +24,7 @@ import {
   type TokenReencryptionProgress,
   type TokenReencryptionState,
 } from '../repository/token-reencryption-runs-repository';
-import type { UseCaseHooks } from './use-case-dependencies';
+import type { UseCaseDependencies } from './use-case-dependencies';
 import { describeFailure, InstanceRuns, RunInterrupted } from './exclusive-runs';
 
 /** A running run whose holder has not said it is alive for this long is presumed dead (a crash, a kill). */
@@ -54,14 +52,12 @@ export interface TokenReencryptionRun extends TokenReencryptionProgress {
   finishedAt: Date | null;
 }
 
-export interface TokenReencryptionDependencies {
-  pool: Pool;
-  vault: TokenVault;
-  logger: Logger;
-  metrics?: ServiceMetrics | undefined;
+export interface TokenReencryptionDependencies extends Pick<
+  UseCaseDependencies,
+  'pool' | 'vault' | 'logger' | 'metrics' | 'hooks'
+> {
   /** Tokens read and rewritten per statement. */
   batchSize: number;
-  hooks?: UseCaseHooks | undefined;
 }
 
 /** A re-encryption for a script: the vault built from the configured keys, no other dependency. */

@@ -1,10 +1,8 @@
 import { refreshStoredConnection } from '../domain/connections/connection-refresh';
 import type { ConnectedAccount } from '../domain/connections/connection';
-import {
-  findUserConnection,
-  type ConnectionReference,
-  type UseCaseDependencies,
-} from './use-case-dependencies';
+import type { ConnectionReference } from '../domain/connections/connection-reference';
+import type { UseCaseDependencies } from './use-case-dependencies';
+import { findUserConnection } from './user-connection-lookup';
 
 /**
  * After Link's update mode: Plaid is asked how the Item is and which accounts it has; accounts the

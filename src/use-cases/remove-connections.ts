@@ -1,17 +1,13 @@
-import { withTransaction } from '../db/pool';
+import { withTransaction } from '../db/transactions';
 import { removeAccountOfConnection, removeWholeConnection } from '../domain/connections/connection-changes';
 import { notFound } from '../errors';
 import { findAccountOwner } from '../repository/accounts-repository';
 import { lockConnection, lockConnectionsOfUser } from '../repository/connections-repository';
 import { fenceExchangesOfUser } from '../repository/exchanges-repository';
-import {
-  deliverRemoval,
-  noSuchConnection,
-  removalWaitMsOf,
-  userConnectionKey,
-  type ConnectionReference,
-  type UseCaseDependencies,
-} from './use-case-dependencies';
+import type { ConnectionReference } from '../domain/connections/connection-reference';
+import { deliverRemoval, removalWaitMsOf } from './removal-delivery';
+import type { UseCaseDependencies } from './use-case-dependencies';
+import { noSuchConnection, userConnectionKey } from './user-connection-lookup';
 
 /**
  * Connections of one user removed per transaction by `/remove-user`: each transaction holds this many

@@ -2,15 +2,9 @@ import type { Pool } from '../db/pool';
 import type { TokenVault } from '../crypto/token-vault';
 import type { WebsiteNotifications } from '../domain/connections/connection-notifications';
 import type { PerUserLimits } from '../domain/per-user-limits';
-import { notFound, type AppError } from '../errors';
 import type { Logger } from '../observability/logger';
 import type { ServiceMetrics } from '../observability/metrics';
 import type { AccountProvider } from '../provider/account-provider';
-import {
-  findConnection,
-  type ConnectionKey,
-  type ConnectionRecord,
-} from '../repository/connections-repository';
 
 /** Seams for tests that must stop at an exact point: a database outage, a race window. */
 export interface UseCaseHooks {
@@ -61,60 +55,4 @@ export interface UseCaseDependencies {
   userRemovalBatchSize?: number | undefined;
   /** PLAID_WEBHOOK_URL: where every Item must send its webhooks. */
   webhookUrl?: string | undefined;
-}
-
-const DEFAULT_REMOVAL_WAIT_MS = 2_000;
-
-/** The removal committed locally; one attempt at the provider now, the worker retries the rest. */
-export async function deliverRemoval(deps: UseCaseDependencies, outboxId: string): Promise<void> {
-  await deps.removalDelivery.deliverSoon(outboxId, removalWaitMsOf(deps));
-}
-
-/** How long a removal's answer waits, in all, for the provider-side removals it queued. */
-export const removalWaitMsOf = (deps: Pick<UseCaseDependencies, 'removalWaitMs'>): number =>
-  deps.removalWaitMs ?? DEFAULT_REMOVAL_WAIT_MS;
-
-/** How the website names one of its user's connections: by its Item's id, or by its access token. */
-export type ConnectionReference = { itemId: string } | { accessToken: string };
-
-/** The key of the user's own connection that `reference` names: another user's is never found by it. */
-export function userConnectionKey(
-  deps: Pick<UseCaseDependencies, 'vault'>,
-  subscriptionUserId: string,
-  reference: ConnectionReference,
-): ConnectionKey {
-  return 'itemId' in reference
-    ? { itemId: reference.itemId, subscriptionUserId }
-    : { accessTokenFingerprint: deps.vault.fingerprint(reference.accessToken), subscriptionUserId };
-}
-
-/** One 404 for an unknown connection and another user's alike, so that existence does not leak. */
-export function noSuchConnection(reference: ConnectionReference): AppError {
-  const named = 'itemId' in reference ? 'item_id' : 'access token';
-  return notFound(`No connection with this ${named} exists for this user.`);
-}
-
-/**
- * The user's connection the website named (by item_id or access token) and the Item's access token;
- * the one 404 of noSuchConnection when the user has no such connection.
- */
-export async function findUserConnection(
-  deps: Pick<UseCaseDependencies, 'pool' | 'vault'>,
-  subscriptionUserId: string,
-  reference: ConnectionReference,
-): Promise<{ connection: ConnectionRecord; accessToken: string }> {
-  const connection = await findConnection(deps.pool, userConnectionKey(deps, subscriptionUserId, reference));
-  if (!connection) throw noSuchConnection(reference);
-  return { connection, accessToken: accessTokenOf(deps, connection, reference) };
-}
-
-/** The Item's access token: the one the website sent, or else the connection's own, decrypted. */
-function accessTokenOf(
-  deps: Pick<UseCaseDependencies, 'vault'>,
-  connection: Pick<ConnectionRecord, 'accessTokenCiphertext' | 'itemId'>,
-  reference: ConnectionReference,
-): string {
-  return 'accessToken' in reference
-    ? reference.accessToken
-    : deps.vault.decrypt(connection.accessTokenCiphertext, connection.itemId);
 }

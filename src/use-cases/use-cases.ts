@@ -7,31 +7,38 @@ import { AdminStats } from './admin-stats';
 import { AdminAccounts } from './admin-views/admin-accounts';
 import { AdminConnections } from './admin-views/admin-connections';
 import { AdminOutbox } from './admin-views/admin-outbox';
-import { AdminExports } from './admin-views/admin-exports';
+import { AdminExports, type AdminExportsOptions } from './admin-views/admin-exports';
 import { LinkTokens } from './create-link-token';
 import { PublicTokenExchange } from './exchange-public-token/exchange-public-token';
 import { UserConnections } from './list-user-connections';
 import { PlaidWebhooks } from './receive-plaid-webhook';
-import { Reconciliation } from './reconciliation/reconcile-connections';
+import { Reconciliation, type ReconciliationDependencies } from './reconciliation/reconcile-connections';
 import { ConnectionRefresh } from './refresh-connection';
 import { ConnectionRemovals } from './remove-connections';
-import { TokenReencryption } from './reencrypt-tokens';
+import { TokenReencryption, type TokenReencryptionDependencies } from './reencrypt-tokens';
 import { DeadRemovalRetry } from './retry-dead-removals';
 import type { UseCaseDependencies } from './use-case-dependencies';
 
-/** What the use cases need beyond what they share: their own pools, clients and settings. */
+/**
+ * What the use cases need beyond what they share: the pools, clients and settings only some of them may
+ * use, kept out of the shared dependencies so that a request's use case cannot reach them.
+ */
 export interface UseCaseParts extends UseCaseDependencies {
   /** Admin pages, stats and exports only: they can never take the account endpoints' connections. */
   adminPool: Pool;
-  /** Writes whose loss in a database crash is harmless (`link_token_created` events). */
+  /**
+   * The batched writes whose loss in a database crash is harmless (rate-limit counters,
+   * `link_token_created` events): each statement commits without waiting for the disk
+   * (`synchronous_commit` off for its own transaction); never an exchange's or a removal's writes.
+   */
   asyncCommitPool: Pool;
   webhookVerifier: WebhookVerifier;
   /** A provider of its own: a run during a Plaid outage must not open the breaker on users' calls. */
   reconciliationProvider: AccountProvider;
-  reconciliation: { concurrency: number; requestsPerSecond: number };
-  tokenReencryption: { batchSize: number };
+  reconciliation: Pick<ReconciliationDependencies, 'concurrency' | 'requestsPerSecond'>;
+  tokenReencryption: Pick<TokenReencryptionDependencies, 'batchSize'>;
   /** `cursorKey` signs the accounts list's cursors; every other list derives a key of its own from it. */
-  admin: { cursorKey: Buffer; exportConcurrency: number; exportStallTimeoutMs: number };
+  admin: { cursorKey: Buffer } & Pick<AdminExportsOptions, 'exportConcurrency' | 'exportStallTimeoutMs'>;
 }
 
 /** Every use case, built once from its parts: the list the HTTP app, the scripts and the tests all use. */

@@ -9,6 +9,7 @@ import { createApp } from '../../src/app';
 import { loadConfig, type Config } from '../../src/config/load-config';
 import {
   buildDependencies,
+  closeDependencies,
   toAppDependencies,
   type Dependencies,
   type DependencyOverrides,
@@ -59,13 +60,12 @@ export interface ServiceContext {
   close(): Promise<void>;
 }
 
-export interface ServiceOptions {
+/** What a test may set of the service's dependencies, besides its environment. */
+export interface ServiceOptions extends Pick<
+  DependencyOverrides,
+  'hooks' | 'providerTuning' | 'poolMax' | 'removalWaitMs' | 'userRemovalBatchSize'
+> {
   env?: Record<string, string>;
-  hooks?: DependencyOverrides['hooks'];
-  providerTuning?: DependencyOverrides['providerTuning'];
-  poolMax?: number;
-  removalWaitMs?: number;
-  userRemovalBatchSize?: number;
   /** Reuse a database and a "Plaid" (a restart of the service); they are then left to their owner. */
   database?: TestDatabase;
   emulator?: PlaidEmulator;
@@ -110,16 +110,12 @@ export async function startService(options: ServiceOptions = {}): Promise<Servic
     env,
     logs,
     close: async () => {
-      await deps.reconciliation.stop();
-      await deps.tokenReencryption.stop();
-      await deps.outbox.stop();
-      await deps.retention.stop();
-      await deps.pool.end();
-      await deps.adminPool.end();
-      await deps.asyncCommitPool.end();
+      const failures = await closeDependencies(deps, logger);
       if (!options.emulator) await emulator.close();
       if (!options.database) await database.drop();
       rmSync(env.DATA_DIR!, { recursive: true, force: true });
+      // What did not close fails the test's teardown, once the rest is cleaned up.
+      if (failures.length > 0) throw new AggregateError(failures, 'the service did not close cleanly');
     },
   };
 }

@@ -1,4 +1,5 @@
-import { withTransaction, type Pool } from '../../db/pool';
+import type { Pool } from '../../db/pool';
+import { withTransaction } from '../../db/transactions';
 import { notFound } from '../../errors';
 import type { Logger } from '../../observability/logger';
 import type { AccountProvider, BankAccount } from '../../provider/account-provider';

@@ -1,7 +1,7 @@
 import { extendZodWithOpenApi } from '@asteasolutions/zod-to-openapi';
 import { z } from 'zod';
 import type { ConnectedAccount } from '../../domain/connections/connection';
-import type { ConnectionReference } from '../../use-cases/use-case-dependencies';
+import type { ConnectionReference } from '../../domain/connections/connection-reference';
 import { CONNECTION_STATUSES } from '../../vocabulary/connection-statuses';
 import {
   MAX_CODE_LENGTH,

@@ -1,4 +1,4 @@
-import { withReadOnlySnapshot } from '../../db/pool';
+import { withReadOnlySnapshot } from '../../db/transactions';
 import { notFound } from '../../errors';
 import { listAccountsPage } from '../../repository/accounts-repository';
 import {

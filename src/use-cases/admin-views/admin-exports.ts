@@ -1,5 +1,6 @@
 import { Readable } from 'node:stream';
-import { beginTransaction, type Pool, type PoolClient } from '../../db/pool';
+import type { Pool, PoolClient } from '../../db/pool';
+import { beginTransaction } from '../../db/transactions';
 import { AppError } from '../../errors';
 import type { Logger } from '../../observability/logger';
 

@@ -1,10 +1,12 @@
-import { CommitOutcomeUnknownError, withTransaction } from '../../db/pool';
+import { CommitOutcomeUnknownError } from '../../db/database-errors';
+import { withTransaction } from '../../db/transactions';
 import { queueRemovalOfUnstoredItem } from '../../domain/connections/connection-changes';
 import { recordEvent } from '../../repository/events-repository';
 import { finishExchange, type ExchangeClaim } from '../../repository/exchanges-repository';
-import { deliverRemoval, type UseCaseDependencies } from '../use-case-dependencies';
+import { deliverRemoval } from '../removal-delivery';
+import type { UseCaseDependencies } from '../use-case-dependencies';
 import { EXCHANGE_RESUME_AFTER_MS } from '../../config/time-budgets';
-import { removeItemDirectly, type ExchangedItem } from './exchange-outcomes';
+import type { ExchangedItem } from './exchange-inputs';
 
 /**
  * Gives up on an exchanged Item that was never stored: the exchange record (still this claim's
@@ -82,4 +84,25 @@ export async function abandonExchange(
     );
     return true;
   }
+}
+
+/**
+ * The last resort when no record of a new Item could be written: remove it at the provider directly,
+ * so that no Item stays billed that nobody knows of. A failure is logged; the sweeper retries any
+ * 'exchanged' record that did get written.
+ */
+export async function removeItemDirectly(
+  deps: UseCaseDependencies,
+  exchanged: ExchangedItem,
+  failure: { error: unknown; message: string },
+): Promise<void> {
+  deps.logger.error({ err: failure.error, item_id: exchanged.itemId }, failure.message);
+  await deps.provider
+    .removeItem(exchanged.accessToken)
+    .catch((removeError: unknown) =>
+      deps.logger.error(
+        { err: removeError, item_id: exchanged.itemId },
+        'could not remove an Item whose exchange left no record; the sweeper retries any record written',
+      ),
+    );
 }

@@ -16,13 +16,9 @@ import {
 } from '../../repository/exchanges-repository';
 import { EXCHANGE_CLAIM_STALE_AFTER_MS, EXCHANGE_RESUME_AFTER_MS } from '../../config/time-budgets';
 import type { UseCaseDependencies } from '../use-case-dependencies';
-import { completeExchange, ExchangeClaimLostError, performExchange } from './exchange-steps';
-import {
-  duplicateInstitution,
-  replayOfAbandoned,
-  type ExchangeInput,
-  type LinkMetadata,
-} from './exchange-outcomes';
+import { completeExchange, performExchange } from './exchange-steps';
+import { duplicateInstitution, ExchangeClaimLostError, replayOfAbandoned } from './exchange-errors';
+import type { ExchangeInput, LinkMetadata } from './exchange-inputs';
 import { InFlightWork } from '../in-flight-work';
 
 export type { ExchangeInput, LinkMetadata };

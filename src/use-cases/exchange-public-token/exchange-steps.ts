@@ -1,4 +1,5 @@
-import { CommitOutcomeUnknownError, isUniqueViolation, withCommittingStatement } from '../../db/pool';
+import { CommitOutcomeUnknownError, isUniqueViolation } from '../../db/database-errors';
+import { withCommittingStatement } from '../../db/transactions';
 import { refreshStoredConnection } from '../../domain/connections/connection-refresh';
 import {
   connectedAccountsOf,
@@ -18,17 +19,20 @@ import {
   type ExchangeClaim,
   type ItemHolder,
 } from '../../repository/exchanges-repository';
-import { deliverRemoval, type UseCaseDependencies } from '../use-case-dependencies';
-import { abandonExchange } from './abandon-exchange';
+import { deliverRemoval } from '../removal-delivery';
+import type { UseCaseDependencies } from '../use-case-dependencies';
+import { abandonExchange, removeItemDirectly } from './abandon-exchange';
 import {
   duplicateInstitution,
+  ExchangeClaimLostError,
   exchangeFailed,
+  ItemAlreadyHeldError,
+  ItemRemovalPendingError,
   notTheirConnection,
-  removeItemDirectly,
   userRemoved,
-  type ExchangeInput,
-  type ExchangedItem,
-} from './exchange-outcomes';
+  UserRemovedError,
+} from './exchange-errors';
+import type { ExchangeInput, ExchangedItem } from './exchange-inputs';
 
 /** What the provider says about the new Item, before anything of it is stored. */
 interface NewItem {
@@ -37,44 +41,6 @@ interface NewItem {
   institutionName: string;
   /** Where Plaid sends this Item's webhooks now. */
   webhook: string | null;
-}
-
-/** A stored connection holds the Item the provider answered with (a public token from update mode). */
-class ItemAlreadyHeldError extends Error {
-  constructor(readonly holder: ItemHolder) {
-    super('a stored connection already holds this Item');
-    this.name = 'ItemAlreadyHeldError';
-  }
-}
-
-/** The Item's removal is pending (its connection was removed): it is going away and is not stored. */
-class ItemRemovalPendingError extends Error {
-  constructor() {
-    super("the Item's removal is pending");
-    this.name = 'ItemRemovalPendingError';
-  }
-}
-
-/**
- * A removal of the user fenced this exchange: the statement that would have stored its connection
- * abandoned it instead, and queued its Item's removal (`outboxId`) unless one was already pending.
- */
-class UserRemovedError extends Error {
-  constructor(readonly outboxId: string | undefined) {
-    super('the exchange was fenced by a removal of its user');
-    this.name = 'UserRemovedError';
-  }
-}
-
-/**
- * The claim was taken from this request (a sweeper abandoned its exchange, or a retry resumed it);
- * nothing was stored. The caller reads the exchange again and answers what it became.
- */
-export class ExchangeClaimLostError extends Error {
-  constructor() {
-    super('the exchange claim was lost before the connection could be stored');
-    this.name = 'ExchangeClaimLostError';
-  }
 }
 
 /**

@@ -1,17 +1,17 @@
 import { randomUUID } from 'node:crypto';
 import { RateLimiterMemory, RateLimiterQueue } from 'rate-limiter-flexible';
 import { decodeTimeCursor, encodeTimeCursor } from '../../crypto/admin-cursor';
-import { TokenDecryptionError, type TokenVault } from '../../crypto/token-vault';
-import { withTransaction, type Pool } from '../../db/pool';
+import { TokenDecryptionError } from '../../crypto/token-vault';
+import { withTransaction } from '../../db/transactions';
 import { notFound, unknownCursor } from '../../errors';
 import type { Logger } from '../../observability/logger';
 import { inNewTrace } from '../../observability/spans';
 import { describeFailure, InstanceRuns, RunInterrupted } from '../exclusive-runs';
+import type { UseCaseDependencies } from '../use-case-dependencies';
 import type { AccountProvider } from '../../provider/account-provider';
 import { ProviderError } from '../../provider/provider-error';
 import { applyHealthSignal } from '../../domain/connections/connection-changes';
 import type { Connection } from '../../domain/connections/connection';
-import type { WebsiteNotifications } from '../../domain/connections/connection-notifications';
 import { signalOfItemView, type PlaidView } from '../../domain/connections/connection-health';
 import {
   listConnectionsAfter,
@@ -47,13 +47,12 @@ export * from './reconciliation-report';
 
 /** Connections read, checked and saved together; progress and the heartbeat are written per page. */
 const PAGE_SIZE = 100;
-export interface ReconciliationDependencies {
-  pool: Pool;
+export interface ReconciliationDependencies extends Pick<
+  UseCaseDependencies,
+  'pool' | 'vault' | 'logger' | 'websiteNotifications'
+> {
   /** A provider of its own: a run during a Plaid outage must not open the breaker on users' calls. */
   provider: AccountProvider;
-  vault: TokenVault;
-  logger: Logger;
-  websiteNotifications: WebsiteNotifications;
   /** Plaid calls in flight at once. */
   concurrency: number;
   /** Plaid calls started per second, at most (across the run: one run at a time across instances). */

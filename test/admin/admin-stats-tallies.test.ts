@@ -5,8 +5,9 @@ import { MIGRATIONS_DIR, migrateDatabase } from '../../src/db/migrate';
 import { createLogger } from '../../src/observability/logger';
 import { createTestDatabase, describeOnDirectConnection, type TestDatabase } from '../support/database';
 import { adminStats, connectInstitution, removeAccount, removeInstitution } from '../support/requests';
-import { accountIdsOf, startService, uniqueUserId, type ServiceContext } from '../support/service';
+import { startService, uniqueUserId, type ServiceContext } from '../support/service';
 import { recountStatsFigures } from '../support/stats-recount';
+import { accountIdsOf } from '../support/state-probes';
 
 /** A small deterministic generator, so that a failing mix can be run again as it was. */
 function generator(seed: number) {

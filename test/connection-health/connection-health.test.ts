@@ -20,6 +20,7 @@ import {
   uniqueUserId,
   type ServiceContext,
 } from '../support/service';
+import { eventKindsOfUser, removalsOfItem } from '../support/state-probes';
 
 describe('connection health', () => {
   let service: ServiceContext;
@@ -298,9 +299,7 @@ describe('connection health', () => {
       error_code: null,
       new_accounts_available: false,
     });
-    expect(
-      await rowsOf(service, `SELECT kind FROM events WHERE subscription_user_id = $1 ORDER BY id`, [user]),
-    ).toEqual(
+    expect(await eventKindsOfUser(service, user)).toEqual(
       expect.arrayContaining([{ kind: 'connection_status_changed' }, { kind: 'connection_refreshed' }]),
     );
     expect(service.emulator.calls('/item/get').length).toBeGreaterThanOrEqual(1);
@@ -350,9 +349,9 @@ describe('connection health', () => {
     expect(await rowsOf(service, `SELECT 1 FROM connections WHERE provider_item_id = $1`, [itemId])).toEqual(
       [],
     );
-    expect(
-      await rowsOf(service, `SELECT reason, state FROM outbox WHERE provider_item_id = $1`, [itemId]),
-    ).toEqual([{ reason: 'user_permission_revoked', state: 'done' }]);
+    expect(await removalsOfItem(service, itemId)).toEqual([
+      { reason: 'user_permission_revoked', state: 'done' },
+    ]);
     expect(
       await rowsOf(
         service,

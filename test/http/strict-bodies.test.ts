@@ -16,6 +16,7 @@ import {
 } from '../support/requests';
 import { linkPublicToken, rowsOf, serviceForFile, uniqueUserId, validationProblem } from '../support/service';
 import { projectPath } from '../support/project-paths';
+import { rateLimitBuckets } from '../support/state-probes';
 
 /** Every endpoint whose JSON body the service parses: all that take one but Plaid's webhook. */
 const BODY_ENDPOINTS = declaredEndpoints(
@@ -26,7 +27,7 @@ describe('strict request bodies', () => {
   const service = serviceForFile();
   beforeEach(() => service.emulator.clearCalls());
 
-  const limits = () => rowsOf(service, `SELECT key, points FROM rate_limits ORDER BY key`);
+  const limits = () => rateLimitBuckets(service);
 
   it('when a link token is asked for with a camelCase accessToken, then 400 naming it with the field meant, and Plaid makes no link token', async () => {
     const limitsBefore = await limits();

@@ -10,6 +10,7 @@ import {
   type ServiceContext,
 } from '../support/service';
 import { exchange, linkMetadataFor } from '../support/requests';
+import { connectionsOfUser, eventKindsOfUser, exchangeStatesOfUser } from '../support/state-probes';
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
@@ -89,9 +90,7 @@ describe('an exchange changes only the state its claim holds', () => {
     expect(swept).toBe(1);
     expect(response.status).toBe(409);
     expect(response.body.code).toBe('EXCHANGE_FAILED');
-    expect(
-      await rowsOf(service, `SELECT 1 FROM connections WHERE subscription_user_id = $1`, [user]),
-    ).toEqual([]);
+    expect(await connectionsOfUser(service, user)).toEqual([]);
     expect(
       await rowsOf(
         service,
@@ -158,9 +157,7 @@ describe('an exchange changes only the state its claim holds', () => {
 
     expect(waited).toBe(true);
     expect(response.status).toBe(404);
-    expect(
-      await rowsOf(service, `SELECT 1 FROM connections WHERE subscription_user_id = $1`, [user]),
-    ).toEqual([]);
+    expect(await connectionsOfUser(service, user)).toEqual([]);
     expect(
       await rowsOf(service, `SELECT state, failure_code FROM exchanges WHERE provider_item_id = $1`, [
         itemId,
@@ -251,9 +248,7 @@ describe('submissions of one public token get one answer', () => {
     expect(
       await rowsOf(service, `SELECT account_count FROM connections WHERE subscription_user_id = $1`, [user]),
     ).toEqual([{ account_count: 12 }]);
-    expect(
-      await rowsOf(service, `SELECT kind FROM events WHERE subscription_user_id = $1 ORDER BY id`, [user]),
-    ).toEqual([{ kind: 'exchange_completed' }]);
+    expect(await eventKindsOfUser(service, user)).toEqual([{ kind: 'exchange_completed' }]);
     expect(service.emulator.calls('/item/public_token/exchange')).toHaveLength(1);
   });
 });
@@ -281,9 +276,7 @@ describe('an exchange whose holder died after storing its token is finished by a
     const first = exchange(service, { public_token: publicToken, subscription_user_id: user }).then(
       (sent) => sent,
     );
-    const stateOf = async () =>
-      (await rowsOf(service, `SELECT state FROM exchanges WHERE subscription_user_id = $1`, [user]))[0]
-        ?.state;
+    const stateOf = async () => (await exchangeStatesOfUser(service, user))[0]?.state;
     for (let tries = 0; (await stateOf()) !== 'exchanged' && tries < 100; tries += 1) await sleep(20);
     // Its last sign of life was longer ago than a live exchange can take, not yet as long as the sweeper waits.
     await rowsOf(

@@ -11,6 +11,7 @@ import {
   type ServiceContext,
 } from '../support/service';
 import { exchange, linkMetadataFor, sandboxAccounts } from '../support/requests';
+import { connectionsOfUser, eventKindsOfUser } from '../support/state-probes';
 
 const duplicateRefusals = (service: ServiceContext, user: string) =>
   rowsOf(
@@ -227,12 +228,8 @@ describe('POST /exchange-public-token', () => {
 
     expect(response.status).toBe(400);
     expect(response.body).toEqual({ ...problemShape, status: 400, code: 'INVALID_PUBLIC_TOKEN' });
-    expect(
-      await rowsOf(service, `SELECT 1 FROM connections WHERE subscription_user_id = $1`, [user]),
-    ).toEqual([]);
-    expect(await rowsOf(service, `SELECT kind FROM events WHERE subscription_user_id = $1`, [user])).toEqual([
-      { kind: 'provider_error' },
-    ]);
+    expect(await connectionsOfUser(service, user)).toEqual([]);
+    expect(await eventKindsOfUser(service, user)).toEqual([{ kind: 'provider_error' }]);
   });
 
   it.each([
@@ -277,9 +274,7 @@ describe('POST /exchange-public-token', () => {
       ]),
     );
     expect(service.emulator.calls()).toEqual([]);
-    expect(
-      await rowsOf(service, `SELECT 1 FROM connections WHERE subscription_user_id = $1`, [user]),
-    ).toEqual([]);
+    expect(await connectionsOfUser(service, user)).toEqual([]);
   });
 
   it("when Link's metadata carries fields this service does not use, then they are ignored: metadata is free-form inside", async () => {
@@ -317,11 +312,7 @@ describe('POST /exchange-public-token', () => {
     service.emulator.injectFault({ path: '/item/public_token/exchange', status: 500 });
 
     const failed = await exchange(service, { public_token: publicToken, subscription_user_id: user });
-    const storedAfterFailure = await rowsOf(
-      service,
-      `SELECT 1 FROM connections WHERE subscription_user_id = $1`,
-      [user],
-    );
+    const storedAfterFailure = await connectionsOfUser(service, user);
     const retried = await exchange(service, { public_token: publicToken, subscription_user_id: user });
 
     expect(failed.status).toBe(502);
@@ -370,9 +361,7 @@ describe('POST /exchange-public-token', () => {
         .items()
         .find((item) => item.access_token === (removeCall!.body as { access_token: string }).access_token),
     ).toBeUndefined();
-    expect(
-      await rowsOf(service, `SELECT 1 FROM connections WHERE subscription_user_id = $1`, [user]),
-    ).toEqual([]);
+    expect(await connectionsOfUser(service, user)).toEqual([]);
   });
 
   it('when reading the new Item’s accounts fails, then the Item is removed at Plaid and a replay says EXCHANGE_FAILED', async () => {

@@ -8,6 +8,7 @@ import {
   refreshConnection,
 } from '../support/requests';
 import { PLAID_SECRET, problemShape, rowsOf, serviceForFile, uniqueUserId } from '../support/service';
+import { connectionsOfUser, removalsOfItem } from '../support/state-probes';
 
 /**
  * After update mode, Link hands the website a public token for the Item it already has. Exchanging it
@@ -32,8 +33,7 @@ describe('exchanging the public token of an update-mode Link session', () => {
     return { user, accessToken, accountIds, itemId, publicToken: completed.public_token };
   }
 
-  const outboxRowsOf = (itemId: string) =>
-    rowsOf(service, `SELECT reason, state FROM outbox WHERE provider_item_id = $1`, [itemId]);
+  const outboxRowsOf = (itemId: string) => removalsOfItem(service, itemId);
 
   it('when the owner exchanges it, then 200 with the connection’s accounts, as a refresh answers, and the Item stays alive', async () => {
     const { user, accessToken, accountIds, itemId, publicToken } = await repairInUpdateMode();
@@ -81,9 +81,7 @@ describe('exchanging the public token of an update-mode Link session', () => {
     expect(itemExists(service, accessToken)).toBe(true);
     expect(service.emulator.calls('/item/remove')).toEqual([]);
     expect(await outboxRowsOf(itemId)).toEqual([]);
-    expect(
-      await rowsOf(service, `SELECT 1 FROM connections WHERE subscription_user_id = $1`, [intruder]),
-    ).toEqual([]);
+    expect(await connectionsOfUser(service, intruder)).toEqual([]);
     const status = await connectionStatus(service, user);
     expect(status.body.connections).toEqual([expect.objectContaining({ item_id: itemId, status: 'good' })]);
     const refreshed = await refreshConnection(service, {

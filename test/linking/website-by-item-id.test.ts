@@ -22,6 +22,13 @@ import {
   validationProblem,
   type ServiceContext,
 } from '../support/service';
+import {
+  connectionsOfUser,
+  eventKindsOfUser,
+  rateLimitBuckets,
+  removalCount,
+  removalsOfItem,
+} from '../support/state-probes';
 
 /** Anything that looks like an access token, or names one. */
 const ACCESS_TOKEN_TRACE = /access-(sandbox|production)-|access_token/;
@@ -140,9 +147,7 @@ describe('the website by item_id alone (RETURN_ACCESS_TOKENS=false)', () => {
     expect(statusAfter.body).toEqual({ connections: [] });
     expect(await statusOf(itemId)).toBeUndefined();
     expect(service.emulator.items().some((item) => item.item_id === itemId)).toBe(false);
-    expect(
-      await rowsOf(service, `SELECT reason, state FROM outbox WHERE provider_item_id = $1`, [itemId]),
-    ).toEqual([{ reason: 'institution_removed', state: 'done' }]);
+    expect(await removalsOfItem(service, itemId)).toEqual([{ reason: 'institution_removed', state: 'done' }]);
   });
 
   it('when an update-mode link token is asked for by item_id, then Plaid makes one for that Item’s access token', async () => {
@@ -194,7 +199,7 @@ describe('the website by item_id alone (RETURN_ACCESS_TOKENS=false)', () => {
       const user = uniqueUserId();
       const { itemId } = await connectInstitution(service, user);
       service.emulator.clearCalls();
-      const limitsBefore = await rowsOf(service, `SELECT key, points FROM rate_limits ORDER BY key`);
+      const limitsBefore = await rateLimitBuckets(service);
 
       const response = await call(operationId, {
         subscription_user_id: user,
@@ -209,7 +214,7 @@ describe('the website by item_id alone (RETURN_ACCESS_TOKENS=false)', () => {
           { field: 'access_token', message: 'give item_id or access_token, not both' },
         ]),
       );
-      expect(await rowsOf(service, `SELECT key, points FROM rate_limits ORDER BY key`)).toEqual(limitsBefore);
+      expect(await rateLimitBuckets(service)).toEqual(limitsBefore);
       expect(service.emulator.calls()).toEqual([]);
       expect(await statusOf(itemId)).toBe('good');
     },
@@ -236,7 +241,7 @@ describe('the website by item_id alone (RETURN_ACCESS_TOKENS=false)', () => {
       const intruder = uniqueUserId('intruder');
       const { itemId } = await connectInstitution(service, owner);
       service.emulator.clearCalls();
-      const outboxBefore = await rowsOf(service, `SELECT count(*)::int AS n FROM outbox`);
+      const outboxBefore = await removalCount(service);
 
       const foreign = await call(operationId, { subscription_user_id: intruder, item_id: itemId });
       const unknown = await call(operationId, {
@@ -256,7 +261,7 @@ describe('the website by item_id alone (RETURN_ACCESS_TOKENS=false)', () => {
       expect(unknown.status).toBe(404);
       expect(foreignProblem).toEqual(unknownProblem);
       expect(service.emulator.calls()).toEqual([]);
-      expect(await rowsOf(service, `SELECT count(*)::int AS n FROM outbox`)).toEqual(outboxBefore);
+      expect(await removalCount(service)).toEqual(outboxBefore);
       expect(
         await rowsOf(
           service,
@@ -264,9 +269,7 @@ describe('the website by item_id alone (RETURN_ACCESS_TOKENS=false)', () => {
           [itemId],
         ),
       ).toEqual([{ subscription_user_id: owner, status: 'good' }]);
-      expect(
-        await rowsOf(service, `SELECT kind FROM events WHERE subscription_user_id = $1`, [intruder]),
-      ).toEqual([]);
+      expect(await eventKindsOfUser(service, intruder)).toEqual([]);
     },
   );
 
@@ -291,7 +294,7 @@ describe('the website by item_id alone (RETURN_ACCESS_TOKENS=false)', () => {
 
   it('when item_id is empty or carries control characters, then 400 naming it and nothing is counted', async () => {
     const user = uniqueUserId();
-    const limitsBefore = await rowsOf(service, `SELECT key, points FROM rate_limits ORDER BY key`);
+    const limitsBefore = await rateLimitBuckets(service);
 
     const empty = await removeInstitution(service, user, { item_id: '' });
     const control = await removeInstitution(service, user, { item_id: 'item\u0000' });
@@ -300,7 +303,7 @@ describe('the website by item_id alone (RETURN_ACCESS_TOKENS=false)', () => {
     expect(empty.body.errors).toEqual([expect.objectContaining({ field: 'item_id' })]);
     expect(control.status).toBe(400);
     expect(control.body.errors).toEqual([expect.objectContaining({ field: 'item_id' })]);
-    expect(await rowsOf(service, `SELECT key, points FROM rate_limits ORDER BY key`)).toEqual(limitsBefore);
+    expect(await rateLimitBuckets(service)).toEqual(limitsBefore);
   });
 
   it('when the website still holds an access token, then it is still taken, and the answer still carries none', async () => {
@@ -342,8 +345,6 @@ describe('RETURN_ACCESS_TOKENS unset (the original contract)', () => {
     expect(response.status).toBe(200);
     expect(response.body).toEqual({ success: true, accounts_removed: 12 });
     expect(service.emulator.items().some((item) => item.access_token === accessToken)).toBe(false);
-    expect(
-      await rowsOf(service, `SELECT 1 FROM connections WHERE subscription_user_id = $1`, [user]),
-    ).toEqual([]);
+    expect(await connectionsOfUser(service, user)).toEqual([]);
   });
 });

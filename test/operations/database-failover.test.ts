@@ -11,13 +11,8 @@ import {
   removeAccount,
   removeInstitution,
 } from '../support/requests';
-import {
-  linkPublicToken,
-  problemShape,
-  accountIdsOf,
-  serviceForFile,
-  uniqueUserId,
-} from '../support/service';
+import { linkPublicToken, problemShape, serviceForFile, uniqueUserId } from '../support/service';
+import { accountIdsOf } from '../support/state-probes';
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 

@@ -10,6 +10,7 @@ import {
   uniqueUserId,
   type ServiceContext,
 } from '../support/service';
+import { connectionsOfUser, exchangeStatesOfUser, removalStatesOfItem } from '../support/state-probes';
 
 const ROUNDS = 15;
 const EXCHANGES_PER_INSTANCE = 3;
@@ -71,9 +72,7 @@ describe(`${SOME_INSTANCES} instances of the service on one database and one Pla
       const exchangeCalls = first.emulator
         .calls('/item/public_token/exchange')
         .filter((call) => (call.body as { public_token?: string }).public_token === publicToken);
-      const exchanges = await rowsOf(first, `SELECT state FROM exchanges WHERE subscription_user_id = $1`, [
-        user,
-      ]);
+      const exchanges = await exchangeStatesOfUser(first, user);
 
       const answer = responses[0]!.body as { accounts: unknown[] };
       expect(responses.map((response) => response.status)).toEqual(responses.map(() => 200));
@@ -118,12 +117,8 @@ describe(`${SOME_INSTANCES} instances of the service on one database and one Pla
     });
     const takeover = await send(second);
     const late = await holder;
-    const connections = await rowsOf(first, `SELECT 1 FROM connections WHERE subscription_user_id = $1`, [
-      user,
-    ]);
-    const exchanges = await rowsOf(first, `SELECT state FROM exchanges WHERE subscription_user_id = $1`, [
-      user,
-    ]);
+    const connections = await connectionsOfUser(first, user);
+    const exchanges = await exchangeStatesOfUser(first, user);
 
     expect(takeover.status).toBe(400);
     expect(takeover.body).toMatchObject({ code: 'INVALID_PUBLIC_TOKEN' });
@@ -167,12 +162,8 @@ describe(`${SOME_INSTANCES} instances of the service on one database and one Pla
     await locker.end();
     const answer = await holder;
     const replay = await exchange(second, { public_token: publicToken, subscription_user_id: user });
-    const connections = await rowsOf(first, `SELECT 1 FROM connections WHERE subscription_user_id = $1`, [
-      user,
-    ]);
-    const exchanges = await rowsOf(first, `SELECT state FROM exchanges WHERE subscription_user_id = $1`, [
-      user,
-    ]);
+    const connections = await connectionsOfUser(first, user);
+    const exchanges = await exchangeStatesOfUser(first, user);
 
     expect(answer.status).toBe(409);
     expect(answer.body).toMatchObject({ code: 'EXCHANGE_FAILED' });
@@ -244,7 +235,7 @@ describe(`${SOME_INSTANCES} instances of the service on one database and one Pla
       const removalCalls = first.emulator
         .calls('/item/remove')
         .filter((call) => (call.body as { access_token?: string }).access_token === accessToken);
-      const outbox = await rowsOf(first, `SELECT state FROM outbox WHERE provider_item_id = $1`, [itemId]);
+      const outbox = await removalStatesOfItem(first, itemId);
       const left = await rowsOf(
         first,
         `SELECT (SELECT count(*)::int FROM connections WHERE subscription_user_id = $1) AS connections,

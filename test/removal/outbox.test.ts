@@ -25,6 +25,7 @@ import {
 } from '../support/requests';
 import { rejectionOf } from '../support/rejection';
 import { projectPath } from '../support/project-paths';
+import { removalStatesOfItem } from '../support/state-probes';
 
 const run = promisify(execFile);
 const RETRY_SCRIPT = projectPath('dist', 'cli', 'retry-dead-removals.js');
@@ -414,8 +415,6 @@ describe('the worker’s own circuit breaker', () => {
     expect(removal.body).toEqual({ success: true, accounts_removed: 12 });
     expect(removeCallsFor(service, accessToken)).toEqual([expect.objectContaining({ status: 200 })]);
     expect(await itemsAtPlaid(service)).not.toContain(accessToken);
-    expect(await rowsOf(service, `SELECT state FROM outbox WHERE provider_item_id = $1`, [itemId])).toEqual([
-      { state: 'done' },
-    ]);
+    expect(await removalStatesOfItem(service, itemId)).toEqual([{ state: 'done' }]);
   });
 });

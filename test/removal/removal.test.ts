@@ -3,13 +3,21 @@ import { createTestDatabase, type TestDatabase } from '../support/database';
 import {
   PLAID_SECRET,
   problemShape,
-  accountIdsOf,
   rowsOf,
   serviceForFile,
   startService,
   uniqueUserId,
 } from '../support/service';
 import { connectInstitution, itemExists, removeAccount, removeInstitution } from '../support/requests';
+import {
+  accountIdsOf,
+  connectionsOfUser,
+  eventKindsOfUser,
+  rateLimitBuckets,
+  removalCount,
+  removalStatesOfItem,
+  storedAccountsAmong,
+} from '../support/state-probes';
 
 describe('removing accounts and institutions', () => {
   const service = serviceForFile({ removalWaitMs: 300 });
@@ -43,9 +51,7 @@ describe('removing accounts and institutions', () => {
     const response = await removeAccount(service, user, accountIds[0]!);
 
     expect(response.body).toEqual({ success: true, institution_removed: true });
-    expect(
-      await rowsOf(service, `SELECT 1 FROM connections WHERE subscription_user_id = $1`, [user]),
-    ).toEqual([]);
+    expect(await connectionsOfUser(service, user)).toEqual([]);
     expect(itemExists(service, accessToken)).toBe(false);
     expect(service.emulator.calls('/item/remove').map((call) => call.body)).toEqual([
       { access_token: accessToken },
@@ -70,9 +76,7 @@ describe('removing accounts and institutions', () => {
 
     expect(response.status).toBe(200);
     expect(response.body).toEqual({ success: true, accounts_removed: 12 });
-    expect(
-      await rowsOf(service, `SELECT 1 FROM accounts WHERE provider_account_id = ANY($1)`, [accountIds]),
-    ).toEqual([]);
+    expect(await storedAccountsAmong(service, accountIds)).toEqual([]);
     expect(itemExists(service, accessToken)).toBe(false);
     expect(
       await rowsOf(
@@ -88,7 +92,7 @@ describe('removing accounts and institutions', () => {
     const intruder = uniqueUserId('intruder');
     const { accessToken, accountIds } = await connectInstitution(service, owner);
     service.emulator.clearCalls();
-    const outboxBefore = await rowsOf(service, `SELECT count(*)::int AS n FROM outbox`);
+    const outboxBefore = await removalCount(service);
 
     const account = await removeAccount(service, intruder, accountIds[0]!);
     const institution = await removeInstitution(service, intruder, accessToken);
@@ -97,10 +101,8 @@ describe('removing accounts and institutions', () => {
     expect(institution.status).toBe(404);
     expect(account.body).toEqual({ ...problemShape, status: 404, code: 'NOT_FOUND' });
     expect(institution.body.detail).toBe('No connection with this access token exists for this user.');
-    expect(
-      await rowsOf(service, `SELECT 1 FROM accounts WHERE provider_account_id = ANY($1)`, [accountIds]),
-    ).toHaveLength(12);
-    expect(await rowsOf(service, `SELECT count(*)::int AS n FROM outbox`)).toEqual(outboxBefore);
+    expect(await storedAccountsAmong(service, accountIds)).toHaveLength(12);
+    expect(await removalCount(service)).toEqual(outboxBefore);
     expect(service.emulator.calls()).toEqual([]);
   });
 
@@ -125,20 +127,20 @@ describe('removing accounts and institutions', () => {
     await removeInstitution(service, user, accessToken);
 
     service.emulator.clearCalls();
-    const removalsBefore = await rowsOf(service, `SELECT count(*)::int AS n FROM outbox`);
+    const removalsBefore = await removalCount(service);
 
     const again = await removeInstitution(service, user, accessToken);
 
     expect(again.status).toBe(404);
     expect(again.body).toEqual({ ...problemShape, status: 404, code: 'NOT_FOUND' });
-    expect(await rowsOf(service, `SELECT count(*)::int AS n FROM outbox`)).toEqual(removalsBefore);
+    expect(await removalCount(service)).toEqual(removalsBefore);
     expect(service.emulator.calls('/item/remove')).toEqual([]);
   });
 
   it('when the access token is malformed, then 400 and nothing is looked up: no limit counted, no token fingerprinted, nothing written, Plaid not called', async () => {
     const user = uniqueUserId();
     const malformed = 'public-sandbox-11111111-2222-3333-4444-555555555555';
-    const limitsBefore = await rowsOf(service, `SELECT key, points FROM rate_limits ORDER BY key`);
+    const limitsBefore = await rateLimitBuckets(service);
     // A connection is looked up by its token's fingerprint: no fingerprint, no look-up.
     const fingerprint = jest.spyOn(service.deps.vault, 'fingerprint');
 
@@ -151,8 +153,8 @@ describe('removing accounts and institutions', () => {
     } finally {
       fingerprint.mockRestore();
     }
-    expect(await rowsOf(service, `SELECT key, points FROM rate_limits ORDER BY key`)).toEqual(limitsBefore);
-    expect(await rowsOf(service, `SELECT 1 FROM events WHERE subscription_user_id = $1`, [user])).toEqual([]);
+    expect(await rateLimitBuckets(service)).toEqual(limitsBefore);
+    expect(await eventKindsOfUser(service, user)).toEqual([]);
     expect(service.emulator.calls()).toEqual([]);
   });
 
@@ -168,9 +170,7 @@ describe('removing accounts and institutions', () => {
 
     expect(response.body).toEqual({ success: true, accounts_removed: 12 });
     // This Item's own row: the table holds the rows of every test before this one.
-    expect(await rowsOf(service, `SELECT state FROM outbox WHERE provider_item_id = $1`, [itemId])).toEqual([
-      { state: 'done' },
-    ]);
+    expect(await removalStatesOfItem(service, itemId)).toEqual([{ state: 'done' }]);
   });
 
   it('when Plaid is slow to remove the Item, then the answer does not wait for it and the removal still completes', async () => {
@@ -217,9 +217,7 @@ describe('removing accounts and institutions', () => {
 
         expect(answers.map((answer) => answer.status)).toEqual([200, 200]);
         expect(answers.map((answer) => answer.body.institution_removed).sort()).toEqual([false, true]);
-        expect(
-          await rowsOf(racing, `SELECT 1 FROM connections WHERE subscription_user_id = $1`, [user]),
-        ).toEqual([]);
+        expect(await connectionsOfUser(racing, user)).toEqual([]);
         expect(racing.emulator.calls('/item/remove')).toHaveLength(1);
         expect(itemExists(racing, accessToken)).toBe(false);
       }

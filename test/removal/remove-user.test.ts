@@ -18,6 +18,7 @@ import {
   type ServiceContext,
 } from '../support/service';
 import { WebhookReceiver } from '../support/webhook-receiver';
+import { eventCount, eventKindsOfUser, removalCount, storedAccountsAmong } from '../support/state-probes';
 
 /** Small batches, so that the six connections one user can have at the sandbox's banks take three. */
 const BATCH_SIZE = 2;
@@ -77,9 +78,10 @@ describe('removing every connection of a user', () => {
     });
     expect(await connectionsOf(user)).toEqual([]);
     expect(
-      await rowsOf(service, `SELECT 1 FROM accounts WHERE provider_account_id = ANY($1)`, [
+      await storedAccountsAmong(
+        service,
         connections.flatMap((connection) => connection.accountIds),
-      ]),
+      ),
     ).toEqual([]);
     // The outbox worker (polling every 100 ms) finishes whatever the answer did not wait for.
     await waitFor('every removal done', async () => {
@@ -135,25 +137,25 @@ describe('removing every connection of a user', () => {
     expect(itemExists(service, kept.accessToken)).toBe(true);
 
     service.emulator.clearCalls();
-    const outboxBefore = await rowsOf(service, `SELECT count(*)::int AS n FROM outbox`);
+    const outboxBefore = await removalCount(service);
     const again = await removeUser(service, user);
 
     expect(again.status).toBe(200);
     expect(again.body).toEqual({ success: true, connections_removed: 0, accounts_removed: 0 });
-    expect(await rowsOf(service, `SELECT count(*)::int AS n FROM outbox`)).toEqual(outboxBefore);
+    expect(await removalCount(service)).toEqual(outboxBefore);
     expect(service.emulator.calls('/item/remove')).toEqual([]);
   });
 
   it('when a user never connected anything, then 200 with zeros and nothing is written', async () => {
-    const outboxBefore = await rowsOf(service, `SELECT count(*)::int AS n FROM outbox`);
-    const eventsBefore = await rowsOf(service, `SELECT count(*)::int AS n FROM events`);
+    const outboxBefore = await removalCount(service);
+    const eventsBefore = await eventCount(service);
 
     const response = await removeUser(service, uniqueUserId('never'));
 
     expect(response.status).toBe(200);
     expect(response.body).toEqual({ success: true, connections_removed: 0, accounts_removed: 0 });
-    expect(await rowsOf(service, `SELECT count(*)::int AS n FROM outbox`)).toEqual(outboxBefore);
-    expect(await rowsOf(service, `SELECT count(*)::int AS n FROM events`)).toEqual(eventsBefore);
+    expect(await removalCount(service)).toEqual(outboxBefore);
+    expect(await eventCount(service)).toEqual(eventsBefore);
   });
 
   it('when a failure interrupts the removal half-way, then what committed stays removed, the rest is untouched, and a retry finishes', async () => {
@@ -351,9 +353,10 @@ describe('removing a user while an exchange of theirs is under way', () => {
     expect(removals.map((call) => (call.body as { access_token: string }).access_token)).toContain(
       kept.accessToken,
     );
-    expect(
-      await rowsOf(service, `SELECT kind FROM events WHERE subscription_user_id = $1 ORDER BY id`, [user]),
-    ).toEqual([{ kind: 'exchange_completed' }, { kind: 'institution_removed' }]);
+    expect(await eventKindsOfUser(service, user)).toEqual([
+      { kind: 'exchange_completed' },
+      { kind: 'institution_removed' },
+    ]);
     // The website was told of the connection it had, and of nothing about an Item it never got.
     expect(await notificationsAbout(kept.itemId)).toEqual([{ notification_type: 'connection.removed' }]);
     expect(await notificationsAbout(itemId)).toEqual([]);

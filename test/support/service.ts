@@ -213,14 +213,3 @@ export async function rowsOf(
   const { rows } = await context.deps.pool.query(sql, values);
   return rows;
 }
-
-/** The provider account ids a user has stored, sorted: what a removal left behind. */
-export async function accountIdsOf(context: ServiceContext, subscriptionUserId: string): Promise<string[]> {
-  const rows = await rowsOf(
-    context,
-    `SELECT a.provider_account_id FROM accounts a JOIN connections c ON c.id = a.connection_id
-      WHERE c.subscription_user_id = $1 ORDER BY a.provider_account_id`,
-    [subscriptionUserId],
-  );
-  return rows.map((row) => row.provider_account_id as string);
-}

@@ -41,7 +41,7 @@ export const storedAccountsAmong = (context: Probed, providerAccountIds: string[
 
 /** The states of the user's exchanges (claimed, exchanged, stored…), oldest first. */
 export const exchangeStatesOfUser = (context: Probed, subscriptionUserId: string): Promise<Row[]> =>
-  read(context, `SELECT state FROM exchanges WHERE subscription_user_id = $1 ORDER BY id`, [
+  read(context, `SELECT state FROM exchanges WHERE subscription_user_id = $1 ORDER BY claimed_at`, [
     subscriptionUserId,
   ]);
 

@@ -8,7 +8,7 @@ COPY tsconfig.json tsconfig.build.json ./
 COPY src ./src
 # dist/dev (embedded database, generated local secrets, the built-in emulator's start, seed, benchmarks) and
 # dist/emulator (Plaid's API emulated) are development-only; production never loads them
-# (test/production-build.test.ts starts the build without both).
+# (test/operations/production-build.test.ts starts the build without both).
 RUN npm run typecheck && npm run build && npm prune --omit=dev && rm -rf dist/dev dist/emulator
 
 FROM node:20.20-bookworm-slim

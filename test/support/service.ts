@@ -121,6 +121,30 @@ export async function startService(options: ServiceOptions = {}): Promise<Servic
 }
 
 /**
+ * The service a file's tests share (or a describe block's, when called inside one): started before its first
+ * test, closed after its last. What it returns stands for the running service; reading it before the start
+ * (at a file's top level, outside a test or hook) throws, as reading an unset variable would.
+ */
+export function serviceForFile(options: ServiceOptions | (() => ServiceOptions) = {}): ServiceContext {
+  let running: ServiceContext | undefined;
+  beforeAll(async () => {
+    running = await startService(typeof options === 'function' ? options() : options);
+  });
+  afterAll(async () => {
+    const closing = running;
+    running = undefined;
+    await closing?.close();
+  });
+  // A proxy, so that tests keep writing `service.http` and `service.emulator` as with a variable.
+  return new Proxy({} as ServiceContext, {
+    get(_target, property) {
+      if (!running) throw new Error('the service starts in beforeAll: read it inside a test or a hook');
+      return Reflect.get(running, property) as unknown;
+    },
+  });
+}
+
+/**
  * `count` instances of the service on one database and one "Plaid". Each app has pools of its own:
  * another process as far as the database can tell. Instances of one service share its keys, or none
  * could read the others' fingerprints and tokens.
@@ -188,15 +212,4 @@ export async function rowsOf(
 ): Promise<Record<string, unknown>[]> {
   const { rows } = await context.deps.pool.query(sql, values);
   return rows;
-}
-
-/** The provider account ids a user has stored, sorted: what a removal left behind. */
-export async function accountIdsOf(context: ServiceContext, subscriptionUserId: string): Promise<string[]> {
-  const rows = await rowsOf(
-    context,
-    `SELECT a.provider_account_id FROM accounts a JOIN connections c ON c.id = a.connection_id
-      WHERE c.subscription_user_id = $1 ORDER BY a.provider_account_id`,
-    [subscriptionUserId],
-  );
-  return rows.map((row) => row.provider_account_id as string);
 }

@@ -1,9 +1,7 @@
-import type QueryStream from 'pg-query-stream';
-import type { PoolClient } from '../db/pool';
 import type { Connection, ConnectionHealth } from '../domain/connections/connection';
 import type { BankAccount } from '../vocabulary/bank-account';
 import type { ConnectionStatus } from '../vocabulary/connection-statuses';
-import { FilteredQuery, readRows, streamRows } from './filtered-query';
+import { declareKeysetList } from './filtered-query';
 import type { Queryable } from './queryable';
 
 /** The columns of a connection, named as the domain's `Connection` names them: the row read as one. */
@@ -244,27 +242,17 @@ const ADMIN_CONNECTION_SELECT = `SELECT c.id, c.provider_item_id AS item_id, c.s
        c.created_at, c.updated_at, c.last_webhook_at
   FROM connections c`;
 
-function connectionQuery(filters: ConnectionFilters, afterId: string | undefined, limit: number | undefined) {
-  return new FilteredQuery()
-    .where('c.id > ?', afterId)
-    .where('c.subscription_user_id = ?', filters.subscriptionUserId)
-    .where('c.provider_item_id = ?', filters.itemId)
-    .where('c.institution_id = ?', filters.institutionId)
-    .where('c.app_name = ?', filters.appName)
-    .where('c.status = ?', filters.status)
-    .where('c.created_at >= ?', filters.createdAfter)
-    .where('c.created_at < ?', filters.createdBefore)
-    .build(ADMIN_CONNECTION_SELECT, 'c.id', limit);
-}
-
-/** Keyset pagination on the connection id: a deep page costs what the first one does. */
-export const listConnectionsPage = (
-  db: Queryable,
-  filters: ConnectionFilters,
-  afterId: string | undefined,
-  limit: number,
-): Promise<AdminConnectionRow[]> => readRows(db, connectionQuery(filters, afterId, limit));
-
-/** Every matching connection, from a server-side cursor inside the caller's transaction. */
-export const streamConnections = (client: PoolClient, filters: ConnectionFilters): QueryStream =>
-  streamRows(client, connectionQuery(filters, undefined, undefined));
+/** Operators' list of connections, oldest first: its pages and its export. */
+export const adminConnectionList = declareKeysetList<ConnectionFilters, AdminConnectionRow>({
+  select: ADMIN_CONNECTION_SELECT,
+  key: 'c.id',
+  filters: {
+    subscriptionUserId: 'c.subscription_user_id = ?',
+    itemId: 'c.provider_item_id = ?',
+    institutionId: 'c.institution_id = ?',
+    appName: 'c.app_name = ?',
+    status: 'c.status = ?',
+    createdAfter: 'c.created_at >= ?',
+    createdBefore: 'c.created_at < ?',
+  },
+});

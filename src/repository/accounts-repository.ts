@@ -1,8 +1,6 @@
-import type { PoolClient } from '../db/pool';
-import type QueryStream from 'pg-query-stream';
 import type { BankAccount } from '../vocabulary/bank-account';
 import type { ConnectionStatus } from '../vocabulary/connection-statuses';
-import { FilteredQuery, readRows, streamRows } from './filtered-query';
+import { declareKeysetList } from './filtered-query';
 import type { Queryable } from './queryable';
 
 const ACCOUNT_FIELDS = `a.provider_account_id AS "providerAccountId", a.name, a.official_name AS "officialName",
@@ -130,29 +128,19 @@ const ADMIN_ACCOUNT_SELECT = `SELECT a.id, a.provider_account_id, c.provider_ite
        a.subtype, c.status, ${ISO_CREATED_AT}
   FROM accounts a JOIN connections c ON c.id = a.connection_id`;
 
-function accountQuery(filters: AccountFilters, afterId: string | undefined, limit: number | undefined) {
-  return new FilteredQuery()
-    .where('a.id > ?', afterId)
-    .where('c.subscription_user_id = ?', filters.subscriptionUserId)
-    .where('c.provider_item_id = ?', filters.itemId)
-    .where('a.provider_account_id = ?', filters.providerAccountId)
-    .where('c.institution_id = ?', filters.institutionId)
-    .where('c.app_name = ?', filters.appName)
-    .where('a.type = ?', filters.type)
-    .where('a.created_at >= ?', filters.createdAfter)
-    .where('a.created_at < ?', filters.createdBefore)
-    .where('c.status = ?', filters.status)
-    .build(ADMIN_ACCOUNT_SELECT, 'a.id', limit);
-}
-
-/** Keyset pagination on the account id: a deep page costs what the first one does. */
-export const listAccountsPage = (
-  db: Queryable,
-  filters: AccountFilters,
-  afterId: string | undefined,
-  limit: number,
-): Promise<AdminAccountRow[]> => readRows(db, accountQuery(filters, afterId, limit));
-
-/** Every matching account, from a server-side cursor inside the caller's transaction. */
-export const streamAccounts = (client: PoolClient, filters: AccountFilters): QueryStream =>
-  streamRows(client, accountQuery(filters, undefined, undefined));
+/** Operators' list of accounts, oldest first: its pages and its export. */
+export const adminAccountList = declareKeysetList<AccountFilters, AdminAccountRow>({
+  select: ADMIN_ACCOUNT_SELECT,
+  key: 'a.id',
+  filters: {
+    subscriptionUserId: 'c.subscription_user_id = ?',
+    itemId: 'c.provider_item_id = ?',
+    providerAccountId: 'a.provider_account_id = ?',
+    institutionId: 'c.institution_id = ?',
+    appName: 'c.app_name = ?',
+    type: 'a.type = ?',
+    createdAfter: 'a.created_at >= ?',
+    createdBefore: 'a.created_at < ?',
+    status: 'c.status = ?',
+  },
+});

@@ -1,45 +1,10 @@
-import type QueryStream from 'pg-query-stream';
-import type { PoolClient } from '../db/pool';
+import type { Connection, ConnectionHealth } from '../domain/connections/connection';
 import type { BankAccount } from '../vocabulary/bank-account';
 import type { ConnectionStatus } from '../vocabulary/connection-statuses';
-import { FilteredQuery, readRows, streamRows } from './filtered-query';
+import { declareKeysetList } from './filtered-query';
 import type { Queryable } from './queryable';
 
-/** A stored connection (a Plaid Item): who owns it, its Item and token, and what Plaid last said of it. */
-export interface ConnectionRecord {
-  id: string;
-  subscriptionUserId: string;
-  appName: string;
-  /** Plaid's `item_id`. */
-  itemId: string;
-  institutionId: string;
-  institutionName: string;
-  /** The access token, encrypted by the token vault and bound to `itemId`. */
-  accessTokenCiphertext: string;
-  status: ConnectionStatus;
-  errorCode: string | null;
-  consentExpirationTime: Date | null;
-  disconnectReason: string | null;
-  disconnectTime: Date | null;
-  newAccountsAvailable: boolean;
-  /** When Plaid said what `status` says; an older signal never overwrites a newer one. */
-  statusObservedAt: Date | null;
-  accountCount: number;
-  createdAt: Date;
-  updatedAt: Date;
-}
-
-/** What a connection's health is made of, as it is written. */
-export interface ConnectionHealth {
-  status: ConnectionStatus;
-  errorCode: string | null;
-  consentExpirationTime: Date | null;
-  disconnectReason: string | null;
-  disconnectTime: Date | null;
-  newAccountsAvailable: boolean;
-  observedAt: Date;
-}
-
+/** The columns of a connection, named as the domain's `Connection` names them: the row read as one. */
 const RECORD_COLUMNS = `c.id, c.subscription_user_id AS "subscriptionUserId", c.app_name AS "appName",
   c.provider_item_id AS "itemId", c.institution_id AS "institutionId", c.institution_name AS "institutionName",
   c.access_token_ciphertext AS "accessTokenCiphertext", c.status, c.error_code AS "errorCode",
@@ -74,12 +39,9 @@ function whereOf(key: ConnectionKey): { clause: string; values: unknown[] } {
   };
 }
 
-export async function findConnection(
-  db: Queryable,
-  key: ConnectionKey,
-): Promise<ConnectionRecord | undefined> {
+export async function findConnection(db: Queryable, key: ConnectionKey): Promise<Connection | undefined> {
   const { clause, values } = whereOf(key);
-  const { rows } = await db.query<ConnectionRecord>(
+  const { rows } = await db.query<Connection>(
     `SELECT ${RECORD_COLUMNS} FROM connections c WHERE ${clause}`,
     values,
   );
@@ -90,12 +52,9 @@ export async function findConnection(
  * The connection, locked for the change about to be made to it: every change to one connection (its
  * accounts, its health, its removal) holds this lock, so each sees the others' commits.
  */
-export async function lockConnection(
-  db: Queryable,
-  key: ConnectionKey,
-): Promise<ConnectionRecord | undefined> {
+export async function lockConnection(db: Queryable, key: ConnectionKey): Promise<Connection | undefined> {
   const { clause, values } = whereOf(key);
-  const { rows } = await db.query<ConnectionRecord>(
+  const { rows } = await db.query<Connection>(
     `SELECT ${RECORD_COLUMNS} FROM connections c WHERE ${clause} FOR UPDATE`,
     values,
   );
@@ -111,8 +70,8 @@ export async function lockConnectionsOfUser(
   db: Queryable,
   subscriptionUserId: string,
   limit: number,
-): Promise<ConnectionRecord[]> {
-  const { rows } = await db.query<ConnectionRecord>(
+): Promise<Connection[]> {
+  const { rows } = await db.query<Connection>(
     `SELECT ${RECORD_COLUMNS} FROM connections c WHERE c.subscription_user_id = $1
       ORDER BY c.id LIMIT $2 FOR UPDATE`,
     [subscriptionUserId, limit],
@@ -121,7 +80,7 @@ export async function lockConnectionsOfUser(
 }
 
 export type NewConnection = Pick<
-  ConnectionRecord,
+  Connection,
   'subscriptionUserId' | 'appName' | 'itemId' | 'institutionId' | 'institutionName' | 'accessTokenCiphertext'
 > & {
   /** Finds the connection by its access token without decrypting anything. */
@@ -190,7 +149,7 @@ export async function deleteConnection(db: Queryable, connectionId: string): Pro
 }
 
 /** A connection with its accounts, as the website's overview shows it. */
-export interface ConnectionWithAccounts extends ConnectionRecord {
+export interface ConnectionWithAccounts extends Connection {
   accounts: BankAccount[];
 }
 
@@ -219,8 +178,8 @@ export async function listConnectionsAfter(
   db: Queryable,
   afterId: string,
   limit: number,
-): Promise<ConnectionRecord[]> {
-  const { rows } = await db.query<ConnectionRecord>(
+): Promise<Connection[]> {
+  const { rows } = await db.query<Connection>(
     `SELECT ${RECORD_COLUMNS} FROM connections c WHERE c.id > $1 ORDER BY c.id LIMIT $2`,
     [afterId, limit],
   );
@@ -283,27 +242,17 @@ const ADMIN_CONNECTION_SELECT = `SELECT c.id, c.provider_item_id AS item_id, c.s
        c.created_at, c.updated_at, c.last_webhook_at
   FROM connections c`;
 
-function connectionQuery(filters: ConnectionFilters, afterId: string | undefined, limit: number | undefined) {
-  return new FilteredQuery()
-    .where('c.id > ?', afterId)
-    .where('c.subscription_user_id = ?', filters.subscriptionUserId)
-    .where('c.provider_item_id = ?', filters.itemId)
-    .where('c.institution_id = ?', filters.institutionId)
-    .where('c.app_name = ?', filters.appName)
-    .where('c.status = ?', filters.status)
-    .where('c.created_at >= ?', filters.createdAfter)
-    .where('c.created_at < ?', filters.createdBefore)
-    .build(ADMIN_CONNECTION_SELECT, 'c.id', limit);
-}
-
-/** Keyset pagination on the connection id: a deep page costs what the first one does. */
-export const listConnectionsPage = (
-  db: Queryable,
-  filters: ConnectionFilters,
-  afterId: string | undefined,
-  limit: number,
-): Promise<AdminConnectionRow[]> => readRows(db, connectionQuery(filters, afterId, limit));
-
-/** Every matching connection, from a server-side cursor inside the caller's transaction. */
-export const streamConnections = (client: PoolClient, filters: ConnectionFilters): QueryStream =>
-  streamRows(client, connectionQuery(filters, undefined, undefined));
+/** Operators' list of connections, oldest first: its pages and its export. */
+export const adminConnectionList = declareKeysetList<ConnectionFilters, AdminConnectionRow>({
+  select: ADMIN_CONNECTION_SELECT,
+  key: 'c.id',
+  filters: {
+    subscriptionUserId: 'c.subscription_user_id = ?',
+    itemId: 'c.provider_item_id = ?',
+    institutionId: 'c.institution_id = ?',
+    appName: 'c.app_name = ?',
+    status: 'c.status = ?',
+    createdAfter: 'c.created_at >= ?',
+    createdBefore: 'c.created_at < ?',
+  },
+});

@@ -6,7 +6,7 @@ import type { Queryable } from './queryable';
  * A SELECT whose WHERE holds only the filters that are set, each with its own placeholder, so that each
  * combination of filters gets a plan of its own: the admin lists and exports build theirs with it.
  */
-export class FilteredQuery {
+class FilteredQuery {
   private readonly clauses: string[] = [];
   private readonly values: unknown[] = [];
 
@@ -32,11 +32,41 @@ export class FilteredQuery {
   }
 }
 
+/**
+ * An admin list's query, declared once: its SELECT, the key its pages follow (ascending), and each
+ * filter's clause (one `?` for the value), in the order they join the WHERE. Every filter has one.
+ */
+export interface KeysetListQuery<Filters> {
+  select: string;
+  key: string;
+  filters: { readonly [Name in keyof Required<Filters>]: string };
+}
+
+/** An admin list's rows: a keyset page, or every matching row for an export. */
+export interface KeysetList<Filters, Row> {
+  /** Keyset pagination on the key: a deep page costs what the first one does. */
+  readPage(db: Queryable, filters: Filters, afterId: string | undefined, limit: number): Promise<Row[]>;
+  /** Every matching row, from a server-side cursor inside the caller's transaction. */
+  streamAll(client: PoolClient, filters: Filters): QueryStream;
+}
+
+/** The page and the export of one admin list, built from its one declaration. */
+export function declareKeysetList<Filters, Row>(list: KeysetListQuery<Filters>): KeysetList<Filters, Row> {
+  const queryOf = (filters: Filters, afterId: string | undefined, limit: number | undefined) => {
+    const query = new FilteredQuery().where(`${list.key} > ?`, afterId);
+    for (const name of Object.keys(list.filters) as (keyof Filters)[]) {
+      query.where(list.filters[name], filters[name]);
+    }
+    return query.build(list.select, list.key, limit);
+  };
+  return {
+    readPage: (db, filters, afterId, limit) => readRows(db, queryOf(filters, afterId, limit)),
+    streamAll: (client, filters) => streamRows(client, queryOf(filters, undefined, undefined)),
+  };
+}
+
 /** The rows of a built query. */
-export async function readRows<Row>(
-  db: Queryable,
-  query: { text: string; values: unknown[] },
-): Promise<Row[]> {
+async function readRows<Row>(db: Queryable, query: { text: string; values: unknown[] }): Promise<Row[]> {
   const { rows } = await db.query<Row & Record<string, unknown>>(query);
   return rows;
 }
@@ -45,7 +75,7 @@ export async function readRows<Row>(
  * A server-side cursor over every row of a built query, inside the caller's transaction; the caller
  * owns (and releases) the client.
  */
-export function streamRows(client: PoolClient, query: { text: string; values: unknown[] }): QueryStream {
+function streamRows(client: PoolClient, query: { text: string; values: unknown[] }): QueryStream {
   return client.query(new QueryStream(query.text, query.values, { batchSize: STREAM_BATCH_ROWS }));
 }
 

@@ -1,7 +1,13 @@
 import type { ConnectionStatus } from '../vocabulary/connection-statuses';
 import type { Queryable } from './queryable';
+import { declareRunsTable, type RunState } from './runs-table';
 
-export type ReconciliationState = 'running' | 'done' | 'failed';
+export type ReconciliationState = RunState;
+
+const runs = declareRunsTable('reconciliation_runs');
+
+/** Failing a stale run, the running run's id, the heartbeat: as every runs table has them. */
+export const { failStaleRun, findRunningRunId, beatHeart } = runs;
 
 /** What a reconciliation found about one connection, as it is stored and reported. */
 export interface StoredDifference {
@@ -29,38 +35,11 @@ export interface ReconciliationRunRow {
 const RUN_COLUMNS = `id, state, total, checked, differences, failure, started_at, heartbeat_at, finished_at`;
 
 /**
- * Fails the running run whose holder stopped heart-beating `staleAfterMs` ago (a crashed or killed
- * instance), so that a new run can start; returns its id, if there was one.
- */
-export async function failStaleRun(db: Queryable, staleAfterMs: number): Promise<string | undefined> {
-  const { rows } = await db.query<{ id: string }>(
-    `UPDATE reconciliation_runs
-        SET state = 'failed', failure = 'its instance stopped reporting progress', finished_at = now()
-      WHERE state = 'running' AND heartbeat_at < now() - make_interval(secs => $1::float8 / 1000)
-      RETURNING id`,
-    [staleAfterMs],
-  );
-  return rows[0]?.id;
-}
-
-/**
  * Starts a run unless one is running anywhere (the partial unique index allows one 'running' row):
  * true when this one was inserted.
  */
-export async function insertRunningRun(db: Queryable, runId: string, total: number): Promise<boolean> {
-  const { rowCount } = await db.query(
-    `INSERT INTO reconciliation_runs (id, state, total) VALUES ($1, 'running', $2) ON CONFLICT DO NOTHING`,
-    [runId, total],
-  );
-  return rowCount === 1;
-}
-
-export async function findRunningRunId(db: Queryable): Promise<string | undefined> {
-  const { rows } = await db.query<{ id: string }>(
-    `SELECT id FROM reconciliation_runs WHERE state = 'running'`,
-  );
-  return rows[0]?.id;
-}
+export const insertRunningRun = (db: Queryable, runId: string, total: number): Promise<boolean> =>
+  runs.insertRunningRun(db, { id: runId, total });
 
 export async function findRun(db: Queryable, runId: string): Promise<ReconciliationRunRow | undefined> {
   const { rows } = await db.query<ReconciliationRunRow>(
@@ -107,39 +86,25 @@ export async function listRunsPage(
  * Saves a running run's progress (its new differences appended) and its heartbeat; false when the run
  * is no longer running (failed as stale by another instance), so its holder stops.
  */
-export async function saveProgress(
+export const saveProgress = (
   db: Queryable,
   runId: string,
   progress: { checked: number; newDifferences: StoredDifference[]; differencesFound: number },
-): Promise<boolean> {
-  const { rowCount } = await db.query(
-    `UPDATE reconciliation_runs
-        SET checked = $2, differences = differences || $3::jsonb, difference_count = $4, heartbeat_at = now()
-      WHERE id = $1 AND state = 'running'`,
-    [runId, progress.checked, JSON.stringify(progress.newDifferences), progress.differencesFound],
+): Promise<boolean> =>
+  runs.updateRunningRun(
+    db,
+    runId,
+    `checked = $2, differences = differences || $3::jsonb, difference_count = $4, heartbeat_at = now()`,
+    [progress.checked, JSON.stringify(progress.newDifferences), progress.differencesFound],
   );
-  return rowCount === 1;
-}
-
-/** Says the run's holder is alive between two saves; false when the run is no longer running. */
-export async function beatHeart(db: Queryable, runId: string): Promise<boolean> {
-  const { rowCount } = await db.query(
-    `UPDATE reconciliation_runs SET heartbeat_at = now() WHERE id = $1 AND state = 'running'`,
-    [runId],
-  );
-  return rowCount === 1;
-}
 
 /** Ends a running run as done or failed; false when it was no longer running. */
-export async function finishRun(
+export const finishRun = (
   db: Queryable,
   runId: string,
   outcome: { state: 'done' | 'failed'; failure: string | null },
-): Promise<boolean> {
-  const { rowCount } = await db.query(
-    `UPDATE reconciliation_runs SET state = $2, failure = $3, finished_at = now(), heartbeat_at = now()
-      WHERE id = $1 AND state = 'running'`,
-    [runId, outcome.state, outcome.failure],
-  );
-  return rowCount === 1;
-}
+): Promise<boolean> =>
+  runs.updateRunningRun(db, runId, `state = $2, failure = $3, finished_at = now(), heartbeat_at = now()`, [
+    outcome.state,
+    outcome.failure,
+  ]);

@@ -1,6 +1,16 @@
 import type { Queryable } from './queryable';
+import { declareRunsTable, type RunState } from './runs-table';
 
-export type TokenReencryptionState = 'running' | 'done' | 'failed';
+export type TokenReencryptionState = RunState;
+
+const runs = declareRunsTable('token_reencryption_runs');
+
+/** Failing a stale run, the running run's id, the heartbeat: as every runs table has them. */
+export const {
+  failStaleRun: failStaleReencryptionRun,
+  findRunningRunId: findRunningReencryptionRunId,
+  beatHeart: beatReencryptionHeart,
+} = runs;
 
 export interface TokenReencryptionRunRow {
   id: string;
@@ -23,43 +33,11 @@ export interface TokenReencryptionProgress {
   unreadable: number;
 }
 
-/**
- * Fails the running run whose holder stopped heart-beating `staleAfterMs` ago (a crashed or killed
- * instance), so that a new run can start; returns its id, if there was one.
- */
-export async function failStaleReencryptionRun(
-  db: Queryable,
-  staleAfterMs: number,
-): Promise<string | undefined> {
-  const { rows } = await db.query<{ id: string }>(
-    `UPDATE token_reencryption_runs
-        SET state = 'failed', failure = 'its instance stopped reporting progress', finished_at = now()
-      WHERE state = 'running' AND heartbeat_at < now() - make_interval(secs => $1::float8 / 1000)
-      RETURNING id`,
-    [staleAfterMs],
-  );
-  return rows[0]?.id;
-}
-
 /** Starts a run unless one is running anywhere (the partial unique index allows one): true when inserted. */
-export async function insertRunningReencryptionRun(
+export const insertRunningReencryptionRun = (
   db: Queryable,
   run: { id: string; keyId: string; total: number },
-): Promise<boolean> {
-  const { rowCount } = await db.query(
-    `INSERT INTO token_reencryption_runs (id, state, key_id, total) VALUES ($1, 'running', $2, $3)
-     ON CONFLICT DO NOTHING`,
-    [run.id, run.keyId, run.total],
-  );
-  return rowCount === 1;
-}
-
-export async function findRunningReencryptionRunId(db: Queryable): Promise<string | undefined> {
-  const { rows } = await db.query<{ id: string }>(
-    `SELECT id FROM token_reencryption_runs WHERE state = 'running'`,
-  );
-  return rows[0]?.id;
-}
+): Promise<boolean> => runs.insertRunningRun(db, { id: run.id, key_id: run.keyId, total: run.total });
 
 export async function findReencryptionRun(
   db: Queryable,
@@ -75,40 +53,26 @@ export async function findReencryptionRun(
 }
 
 /** Saves a running run's progress and heartbeat; false when it is no longer running (failed as stale). */
-export async function saveReencryptionProgress(
+export const saveReencryptionProgress = (
   db: Queryable,
   runId: string,
   progress: TokenReencryptionProgress,
-): Promise<boolean> {
-  const { rowCount } = await db.query(
-    `UPDATE token_reencryption_runs
-        SET reencrypted = $2, deferred = $3, unreadable = $4, heartbeat_at = now()
-      WHERE id = $1 AND state = 'running'`,
-    [runId, progress.reencrypted, progress.deferred, progress.unreadable],
-  );
-  return rowCount === 1;
-}
-
-/** Says the run's holder is alive between two saves; false when the run is no longer running. */
-export async function beatReencryptionHeart(db: Queryable, runId: string): Promise<boolean> {
-  const { rowCount } = await db.query(
-    `UPDATE token_reencryption_runs SET heartbeat_at = now() WHERE id = $1 AND state = 'running'`,
-    [runId],
-  );
-  return rowCount === 1;
-}
+): Promise<boolean> =>
+  runs.updateRunningRun(db, runId, `reencrypted = $2, deferred = $3, unreadable = $4, heartbeat_at = now()`, [
+    progress.reencrypted,
+    progress.deferred,
+    progress.unreadable,
+  ]);
 
 /** Ends a running run as done or failed, with what is left under other keys; false when no longer running. */
-export async function finishReencryptionRun(
+export const finishReencryptionRun = (
   db: Queryable,
   runId: string,
   outcome: { state: 'done' | 'failed'; failure: string | null; remaining: number | null },
-): Promise<boolean> {
-  const { rowCount } = await db.query(
-    `UPDATE token_reencryption_runs
-        SET state = $2, failure = $3, remaining = $4, finished_at = now(), heartbeat_at = now()
-      WHERE id = $1 AND state = 'running'`,
-    [runId, outcome.state, outcome.failure, outcome.remaining],
+): Promise<boolean> =>
+  runs.updateRunningRun(
+    db,
+    runId,
+    `state = $2, failure = $3, remaining = $4, finished_at = now(), heartbeat_at = now()`,
+    [outcome.state, outcome.failure, outcome.remaining],
   );
-  return rowCount === 1;
-}

@@ -1,15 +1,7 @@
 import { createHash } from 'node:crypto';
 import { withTransaction } from '../db/transactions';
-import {
-  applyHealthSignal,
-  removeAccountOfConnection,
-  removeWholeConnection,
-} from '../domain/connections/connection-changes';
-import {
-  plaidWebhookSchema,
-  signalOfItemWebhook,
-  type PlaidWebhook,
-} from '../domain/connections/connection-health';
+import { applySignal, type SignalOutcome } from '../domain/connections/connection-changes';
+import { plaidWebhookSchema, readPlaidWebhook, type PlaidWebhook } from '../domain/connections/plaid-signals';
 import { AppError } from '../errors';
 import {
   RETRYABLE_VERIFICATION_FAILURES,
@@ -31,7 +23,7 @@ import type { UseCaseDependencies } from './use-case-dependencies';
 export type WebhookOutcome = 'applied' | 'duplicate' | 'stale' | 'ignored' | 'unknown_item';
 
 /** What an applied webhook did. */
-type WebhookEffect = 'status_changed' | 'connection_removed' | 'account_removed';
+type WebhookEffect = Extract<SignalOutcome, { outcome: 'applied' }>['effect'];
 
 /**
  * Plaid's webhooks, verified, then applied: statuses, new accounts, and revocations (which remove
@@ -119,38 +111,24 @@ export class PlaidWebhooks {
         });
         if (!first) return { outcome: 'duplicate' };
         if (webhook.item_id) await noteWebhookReceived(client, webhook.item_id);
-        if (webhook.webhook_type !== 'ITEM' || !webhook.item_id) return { outcome: 'ignored' };
-        const connection = await lockConnection(client, { itemId: webhook.item_id });
+        // What the webhook means is the domain's: Plaid's codes read as signals, the state machine's effect.
+        const about = readPlaidWebhook(webhook);
+        if (!about) return { outcome: 'ignored' };
+        const connection = await lockConnection(client, { itemId: about.itemId });
         if (!connection) return { outcome: 'unknown_item' };
-        if (webhook.webhook_code === 'USER_PERMISSION_REVOKED') {
-          const removed = await removeWholeConnection(
-            client,
-            this.deps.websiteNotifications,
-            connection,
-            'bank',
-          );
-          return { outcome: 'applied', effect: 'connection_removed', outboxId: removed.outboxId };
-        }
-        if (webhook.webhook_code === 'USER_ACCOUNT_REVOKED' && webhook.account_id) {
-          const removed = await removeAccountOfConnection(
-            client,
-            this.deps.websiteNotifications,
-            connection,
-            webhook.account_id,
-            'bank',
-          );
-          if (!removed) return { outcome: 'duplicate' };
-          return { outcome: 'applied', effect: 'account_removed', outboxId: removed.outboxId };
-        }
-        const signal = signalOfItemWebhook(webhook);
-        if (!signal) return { outcome: 'ignored' };
-        const health = await applyHealthSignal(client, this.deps.websiteNotifications, connection, signal, {
+        if (!about.signal) return { outcome: 'ignored' };
+        const applied = await applySignal(client, this.deps.websiteNotifications, connection, about.signal, {
           observedAt: issuedAt,
           source: 'webhook',
           webhookCode: webhook.webhook_code,
         });
-        if (health.outcome === 'applied') return { outcome: 'applied', effect: 'status_changed' };
-        return { outcome: health.outcome === 'stale' ? 'stale' : 'duplicate' };
+        if (applied.outcome === 'stale') return { outcome: 'stale' };
+        if (applied.outcome === 'unchanged') return { outcome: 'duplicate' };
+        return {
+          outcome: 'applied',
+          effect: applied.effect,
+          ...('outboxId' in applied ? { outboxId: applied.outboxId } : {}),
+        };
       },
     );
     this.deps.metrics?.countWebhook(webhook.webhook_type, webhook.webhook_code, result.outcome);

@@ -1,10 +1,7 @@
+import type { Connection } from '../domain/connections/connection';
 import type { ConnectionReference } from '../domain/connections/connection-reference';
 import { notFound, type AppError } from '../errors';
-import {
-  findConnection,
-  type ConnectionKey,
-  type ConnectionRecord,
-} from '../repository/connections-repository';
+import { findConnection, type ConnectionKey } from '../repository/connections-repository';
 import type { UseCaseDependencies } from './use-case-dependencies';
 
 /*
@@ -38,7 +35,7 @@ export async function findUserConnection(
   deps: Pick<UseCaseDependencies, 'pool' | 'vault'>,
   subscriptionUserId: string,
   reference: ConnectionReference,
-): Promise<{ connection: ConnectionRecord; accessToken: string }> {
+): Promise<{ connection: Connection; accessToken: string }> {
   const connection = await findConnection(deps.pool, userConnectionKey(deps, subscriptionUserId, reference));
   if (!connection) throw noSuchConnection(reference);
   return { connection, accessToken: accessTokenOf(deps, connection, reference) };
@@ -47,7 +44,7 @@ export async function findUserConnection(
 /** The Item's access token: the one the website sent, or else the connection's own, decrypted. */
 function accessTokenOf(
   deps: Pick<UseCaseDependencies, 'vault'>,
-  connection: Pick<ConnectionRecord, 'accessTokenCiphertext' | 'itemId'>,
+  connection: Pick<Connection, 'accessTokenCiphertext' | 'itemId'>,
   reference: ConnectionReference,
 ): string {
   return 'accessToken' in reference

@@ -5,20 +5,14 @@ import {
   findConnection,
   lockItem,
   writeConnectionHealth,
-  type ConnectionHealth,
 } from '../../repository/connections-repository';
 import { recordEvent } from '../../repository/events-repository';
 import { enqueueItemRemoval } from '../../repository/outbox-repository';
 import type { BankAccount } from '../../vocabulary/bank-account';
 import type { NotifiedRemovalReason, StatusChangeSource } from '../../vocabulary/notification-types';
 import type { RemovalReason } from '../../vocabulary/removal-reasons';
-import { eventFieldsOf, type Connection } from './connection';
-import {
-  healthAfter,
-  isOlderThanLastState,
-  statusOrItsDetailsChanged,
-  type HealthSignal,
-} from './connection-health';
+import { eventFieldsOf, type Connection, type ConnectionHealth } from './connection';
+import { transitionOf, type ConnectionSignal, type Transition } from './connection-health';
 import { notifyWebsite, type WebsiteNotifications } from './connection-notifications';
 
 /**
@@ -161,11 +155,14 @@ export async function addNewAccounts(
   return added.length;
 }
 
-export type HealthOutcome =
-  | { outcome: 'applied'; health: ConnectionHealth }
+/** What applying a signal did, and to what effect. */
+export type SignalOutcome =
+  | { outcome: 'applied'; effect: 'status_changed'; health: ConnectionHealth }
+  /** `outboxId`: the Item's removal queued when the connection went. */
+  | { outcome: 'applied'; effect: 'connection_removed' | 'account_removed'; outboxId: string | undefined }
   /** The connection already is as the signal says: a repeated delivery changes nothing more. */
   | { outcome: 'unchanged' }
-  /** Plaid said it before the connection's last known state: ignored. */
+  /** The provider said it before the connection's last known state: ignored. */
   | { outcome: 'stale' };
 
 /** What told the service of a signal: the source, and the webhook's code when it was one. */
@@ -176,22 +173,52 @@ export interface SignalOrigin {
 }
 
 /**
- * Applies a signal to a locked connection: writes the change, its event and the website's
- * notifications, or nothing. The website hears of a change of status or of what the status carries
- * (the error code, the consent's end, a disconnection), and of new accounts once they appear.
+ * Applies a signal to a locked connection as the state machine (transitionOf) decides: writes the
+ * change with its events, outbox rows and the website's notifications, or nothing.
  */
-export async function applyHealthSignal(
+export async function applySignal(
   client: PoolClient,
   notifications: WebsiteNotifications,
   connection: Connection,
-  signal: HealthSignal,
+  signal: ConnectionSignal,
   origin: SignalOrigin,
-): Promise<HealthOutcome> {
-  if (isOlderThanLastState(connection, origin.observedAt)) return { outcome: 'stale' };
-  const health = healthAfter(connection, signal, origin.observedAt);
-  if (!health) return { outcome: 'unchanged' };
+): Promise<SignalOutcome> {
+  const transition = transitionOf(connection, signal, origin.observedAt);
+  switch (transition.kind) {
+    case 'stale':
+    case 'unchanged':
+      return { outcome: transition.kind };
+    case 'remove_connection': {
+      const { outboxId } = await removeWholeConnection(client, notifications, connection, 'bank');
+      return { outcome: 'applied', effect: 'connection_removed', outboxId };
+    }
+    case 'remove_account': {
+      const removed = await removeAccountOfConnection(
+        client,
+        notifications,
+        connection,
+        transition.providerAccountId,
+        'bank',
+      );
+      if (!removed) return { outcome: 'unchanged' };
+      return { outcome: 'applied', effect: 'account_removed', outboxId: removed.outboxId };
+    }
+    case 'health_changed':
+      await writeHealthChange(client, notifications, connection, transition, origin);
+      return { outcome: 'applied', effect: 'status_changed', health: transition.health };
+  }
+}
+
+/** A change of health written, told to the website as the state machine says, and recorded. */
+async function writeHealthChange(
+  client: PoolClient,
+  notifications: WebsiteNotifications,
+  connection: Connection,
+  { health, notifications: toNotify }: Extract<Transition, { kind: 'health_changed' }>,
+  origin: SignalOrigin,
+): Promise<void> {
   await writeConnectionHealth(client, connection.id, health);
-  if (statusOrItsDetailsChanged(connection, health)) {
+  if (toNotify.includes('connection.status_changed')) {
     await notifyWebsite(client, notifications, connection, 'connection.status_changed', {
       status: health.status,
       previous_status: connection.status,
@@ -202,7 +229,7 @@ export async function applyHealthSignal(
       source: origin.source,
     });
   }
-  if (health.newAccountsAvailable && !connection.newAccountsAvailable) {
+  if (toNotify.includes('connection.new_accounts_available')) {
     await notifyWebsite(client, notifications, connection, 'connection.new_accounts_available', {});
   }
   await recordEvent(client, {
@@ -217,5 +244,4 @@ export async function applyHealthSignal(
       source: origin.webhookCode ? `${origin.source}:${origin.webhookCode}` : origin.source,
     },
   });
-  return { outcome: 'applied', health };
 }

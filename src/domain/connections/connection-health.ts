@@ -1,10 +1,10 @@
-import { z } from 'zod';
-import type { ConnectionHealth } from '../../repository/connections-repository';
 import type { ConnectionStatus } from '../../vocabulary/connection-statuses';
-import { MAX_CODE_LENGTH, MAX_ID_LENGTH, MAX_TYPE_LENGTH } from '../../vocabulary/field-limits';
-import type { Connection } from './connection';
+import type { Connection, ConnectionHealth } from './connection';
 
-/** Something Plaid said about an Item: by webhook, as the error of one of our calls, or by `/item/get`. */
+/**
+ * Something the provider said about a connection's health: by webhook, as the error of one of our
+ * calls, or by our own look at the Item.
+ */
 export type HealthSignal =
   | { kind: 'error'; errorCode: string }
   | { kind: 'pending_expiration'; consentExpirationTime: Date | null }
@@ -15,70 +15,52 @@ export type HealthSignal =
   | { kind: 'verified_healthy' };
 
 /**
- * Plaid's webhook body, declared once: the webhook use case applies it to what verified, and the
- * endpoint's declaration documents it. Bounded, and open to the fields Plaid adds.
+ * Every signal a provider can send about a connection: its health, or the user withdrawing the whole
+ * connection or one account of it at the bank. Each provider's messages map into these (plaid-signals.ts).
  */
-export const plaidWebhookSchema = z
-  .object({
-    webhook_type: z.string().max(MAX_TYPE_LENGTH),
-    webhook_code: z.string().max(MAX_TYPE_LENGTH),
-    item_id: z.string().max(MAX_ID_LENGTH).nullish(),
-    error: z.object({ error_code: z.string().max(MAX_CODE_LENGTH) }).nullish(),
-    // Timestamps as Plaid writes them, with room for offsets and fractions.
-    consent_expiration_time: z.string().max(64).nullish(),
-    reason: z.string().max(MAX_CODE_LENGTH).nullish(),
-    disconnect_time: z.string().max(64).nullish(),
-    account_id: z.string().max(MAX_ID_LENGTH).nullish(),
-  })
-  .passthrough();
+export type ConnectionSignal =
+  HealthSignal | { kind: 'connection_revoked' } | { kind: 'account_revoked'; providerAccountId: string };
 
-export type PlaidWebhook = z.infer<typeof plaidWebhookSchema>;
+/** The notifications to the website a change of health brings, in the order they are sent. */
+export type HealthNotification = 'connection.status_changed' | 'connection.new_accounts_available';
 
-const dateOrNull = (value: string | null | undefined) => {
-  const time = value ? Date.parse(value) : NaN;
-  return Number.isNaN(time) ? null : new Date(time);
-};
-
-/** The ITEM webhooks that change a connection's health, as signals; the rest change nothing. */
-export function signalOfItemWebhook(webhook: PlaidWebhook): HealthSignal | undefined {
-  switch (webhook.webhook_code) {
-    case 'ERROR':
-      return webhook.error ? { kind: 'error', errorCode: webhook.error.error_code } : undefined;
-    case 'PENDING_EXPIRATION':
-      return {
-        kind: 'pending_expiration',
-        consentExpirationTime: dateOrNull(webhook.consent_expiration_time),
-      };
-    case 'PENDING_DISCONNECT':
-      return {
-        kind: 'pending_disconnect',
-        reason: webhook.reason ?? null,
-        disconnectTime: dateOrNull(webhook.disconnect_time ?? webhook.consent_expiration_time),
-      };
-    case 'LOGIN_REPAIRED':
-      return { kind: 'repaired' };
-    case 'NEW_ACCOUNTS_AVAILABLE':
-      return { kind: 'new_accounts_available' };
-    default:
-      return undefined;
-  }
-}
-
-/** What Plaid's `/item/get` said about one Item: an error code, or no error. */
-export type PlaidView = { errorCode: string; reason: 'item_not_found' | 'item_error' } | { errorCode: null };
+/** What a signal does to a connection: the state machine's answer, before anything is written. */
+export type Transition =
+  /** Said before the connection's last known state: ignored. */
+  | { kind: 'stale' }
+  /** The connection already is as the signal says: a repeated delivery changes nothing more. */
+  | { kind: 'unchanged' }
+  /** The health to write, and whom it is told to. */
+  | { kind: 'health_changed'; health: ConnectionHealth; notifications: HealthNotification[] }
+  /** The user ended the connection at the bank: it goes, with its accounts, as a removal does. */
+  | { kind: 'remove_connection' }
+  /** The user withdrew one account at the bank: it goes (and the connection with its last account). */
+  | { kind: 'remove_account'; providerAccountId: string };
 
 /**
- * What `/item/get`'s answer means for a connection in `status`. A fine Item only repairs
- * `login_required` and `error`: `/item/get` says nothing about new accounts, and a pending expiration or
- * disconnection is about the future, so those stay as the webhooks set them.
+ * The state machine: what `signal`, said at `observedAt`, does to `current`. A revocation applies
+ * whenever it was said (nothing undoes it); a health signal older than the last known state is stale.
+ * The website hears of a change of status or of what the status carries (the error code, the consent's
+ * end, a disconnection), and of new accounts once they appear.
  */
-export function signalOfItemView(status: ConnectionStatus, view: PlaidView): HealthSignal | undefined {
-  if (view.errorCode !== null) return { kind: 'error', errorCode: view.errorCode };
-  return status === 'login_required' || status === 'error' ? { kind: 'repaired' } : undefined;
+export function transitionOf(current: Connection, signal: ConnectionSignal, observedAt: Date): Transition {
+  if (signal.kind === 'connection_revoked') return { kind: 'remove_connection' };
+  if (signal.kind === 'account_revoked') {
+    return { kind: 'remove_account', providerAccountId: signal.providerAccountId };
+  }
+  if (isOlderThanLastState(current, observedAt)) return { kind: 'stale' };
+  const health = healthAfter(current, signal, observedAt);
+  if (!health) return { kind: 'unchanged' };
+  const notifications: HealthNotification[] = [];
+  if (statusOrItsDetailsChanged(current, health)) notifications.push('connection.status_changed');
+  if (health.newAccountsAvailable && !current.newAccountsAvailable) {
+    notifications.push('connection.new_accounts_available');
+  }
+  return { kind: 'health_changed', health, notifications };
 }
 
 /** A connection's health after a signal; undefined when it changes nothing. */
-export function healthAfter(
+function healthAfter(
   current: Connection,
   signal: HealthSignal,
   observedAt: Date,
@@ -141,7 +123,7 @@ export function healthAfter(
 const sameTime = (a: Date | null, b: Date | null) => (a?.getTime() ?? null) === (b?.getTime() ?? null);
 
 /** A status or what it carries (the error code, the consent's end, a disconnection) differs. */
-export function statusOrItsDetailsChanged(
+function statusOrItsDetailsChanged(
   before: Omit<ConnectionHealth, 'observedAt' | 'newAccountsAvailable'>,
   after: Omit<ConnectionHealth, 'observedAt' | 'newAccountsAvailable'>,
 ): boolean {
@@ -155,10 +137,10 @@ export function statusOrItsDetailsChanged(
 }
 
 /**
- * Webhooks arrive out of order: what Plaid said earlier never overwrites what it said later. A
+ * Webhooks arrive out of order: what the provider said earlier never overwrites what it said later. A
  * webhook's `iat` has whole seconds, so the same second counts as later, not as older.
  */
-export function isOlderThanLastState(connection: Connection, observedAt: Date): boolean {
+function isOlderThanLastState(connection: Connection, observedAt: Date): boolean {
   const seconds = (time: Date) => Math.floor(time.getTime() / 1000);
   const last = connection.statusObservedAt;
   return last !== null && seconds(observedAt) < seconds(last);

@@ -8,7 +8,7 @@ import { listAccountIdsOfConnection, listAccountsOfConnection } from '../../repo
 import { findConnection, lockConnection } from '../../repository/connections-repository';
 import { recordEvent } from '../../repository/events-repository';
 import { connectedAccountsOf, eventFieldsOf, type ConnectedAccount } from './connection';
-import { addNewAccounts, applyHealthSignal } from './connection-changes';
+import { addNewAccounts, applySignal } from './connection-changes';
 import type { WebsiteNotifications } from './connection-notifications';
 import { callProvider } from './provider-calls';
 
@@ -50,7 +50,7 @@ export async function refreshStoredConnection(
     if (!locked) throw notFound('The connection was removed while it was being refreshed.');
     const known = new Set(await listAccountIdsOfConnection(client, locked.id));
     const added = await addNewAccounts(client, locked, known, accounts);
-    await applyHealthSignal(
+    await applySignal(
       client,
       deps.websiteNotifications,
       locked,
@@ -78,7 +78,7 @@ async function recordItemError(
   await withTransaction(deps.pool, async (client) => {
     const locked = await lockConnection(client, { id: connectionId });
     if (locked) {
-      await applyHealthSignal(
+      await applySignal(
         client,
         deps.websiteNotifications,
         locked,

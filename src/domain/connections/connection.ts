@@ -1,10 +1,44 @@
-import type { ConnectionRecord } from '../../repository/connections-repository';
 import type { EventRecord } from '../../repository/events-repository';
 import type { BankAccount } from '../../vocabulary/bank-account';
 import type { ConnectionStatus } from '../../vocabulary/connection-statuses';
 
-/** A user's connection to one bank: one Plaid Item, its accounts, and what Plaid last said about it. */
-export type Connection = ConnectionRecord;
+/**
+ * A user's connection to one bank: who owns it, its Item and token, and what the provider last said of
+ * it. Declared here, by the domain; the connections repository reads its rows into this shape.
+ */
+export interface Connection {
+  id: string;
+  subscriptionUserId: string;
+  appName: string;
+  /** The provider's id of the connection: Plaid's `item_id`. */
+  itemId: string;
+  institutionId: string;
+  institutionName: string;
+  /** The access token, encrypted by the token vault and bound to `itemId`. */
+  accessTokenCiphertext: string;
+  status: ConnectionStatus;
+  errorCode: string | null;
+  consentExpirationTime: Date | null;
+  disconnectReason: string | null;
+  disconnectTime: Date | null;
+  newAccountsAvailable: boolean;
+  /** When the provider said what `status` says; an older signal never overwrites a newer one. */
+  statusObservedAt: Date | null;
+  accountCount: number;
+  createdAt: Date;
+  updatedAt: Date;
+}
+
+/** What a connection's health is made of: what the state machine decides and the repository writes. */
+export type ConnectionHealth = Pick<
+  Connection,
+  | 'status'
+  | 'errorCode'
+  | 'consentExpirationTime'
+  | 'disconnectReason'
+  | 'disconnectTime'
+  | 'newAccountsAvailable'
+> & { observedAt: Date };
 
 /** One account of a connection as the website gets it, with the connection's access token. */
 export interface ConnectedAccount extends BankAccount {

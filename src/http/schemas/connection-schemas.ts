@@ -1,4 +1,4 @@
-import { plaidWebhookSchema } from '../../domain/connections/connection-health';
+import { plaidWebhookSchema } from '../../domain/connections/plaid-signals';
 import {
   MAX_CODE_LENGTH,
   MAX_ID_LENGTH,

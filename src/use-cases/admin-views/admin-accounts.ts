@@ -1,10 +1,9 @@
 import {
-  listAccountsPage,
-  streamAccounts,
+  adminAccountList,
   type AccountFilters,
   type AdminAccountRow,
 } from '../../repository/accounts-repository';
-import { AdminList, type AdminListSpec } from './admin-list';
+import { AdminList, type AdminListParts } from './admin-list';
 
 export type { AccountFilters };
 
@@ -28,20 +27,9 @@ export function toAdminAccount(row: AdminAccountRow): AdminAccount {
   };
 }
 
-type Parts = Pick<
-  AdminListSpec<AccountFilters, AdminAccountRow, AdminAccount>,
-  'pool' | 'cursorKey' | 'exports'
->;
-
 /** Operators' view of who is connected to what: pages of accounts, and exports of all of them. */
 export class AdminAccounts extends AdminList<AccountFilters, AdminAccountRow, AdminAccount> {
-  constructor(parts: Parts) {
-    super({
-      ...parts,
-      what: 'account',
-      readPage: listAccountsPage,
-      streamAll: streamAccounts,
-      toItem: toAdminAccount,
-    });
+  constructor(parts: AdminListParts) {
+    super(parts, { what: 'account', rows: adminAccountList, toItem: toAdminAccount });
   }
 }

@@ -1,16 +1,15 @@
 import { withReadOnlySnapshot } from '../../db/transactions';
 import { notFound } from '../../errors';
-import { listAccountsPage } from '../../repository/accounts-repository';
+import { adminAccountList } from '../../repository/accounts-repository';
 import {
-  listConnectionsPage,
-  streamConnections,
+  adminConnectionList,
   type AdminConnectionRow,
   type ConnectionFilters,
 } from '../../repository/connections-repository';
 import { listEventsOfItem, type ItemEventRow } from '../../repository/events-repository';
 import { findUnfinishedItemRemoval, type UnfinishedItemRemoval } from '../../repository/outbox-repository';
 import { toAdminAccount, type AdminAccount } from './admin-accounts';
-import { AdminList, type AdminListSpec } from './admin-list';
+import { AdminList, type AdminListParts } from './admin-list';
 
 export type { ConnectionFilters };
 
@@ -69,21 +68,10 @@ export interface ItemView {
   removal: ItemRemoval | null;
 }
 
-type Parts = Pick<
-  AdminListSpec<ConnectionFilters, AdminConnectionRow, AdminConnection>,
-  'pool' | 'cursorKey' | 'exports'
->;
-
 /** Operators' view of connections: pages, exports, and one Item with everything stored about it. */
 export class AdminConnections extends AdminList<ConnectionFilters, AdminConnectionRow, AdminConnection> {
-  constructor(parts: Parts) {
-    super({
-      ...parts,
-      what: 'connection',
-      readPage: listConnectionsPage,
-      streamAll: streamConnections,
-      toItem: toAdminConnection,
-    });
+  constructor(parts: AdminListParts) {
+    super(parts, { what: 'connection', rows: adminConnectionList, toItem: toAdminConnection });
   }
 
   /**
@@ -91,9 +79,9 @@ export class AdminConnections extends AdminList<ConnectionFilters, AdminConnecti
    * and its removal while Plaid has not confirmed it. An Item none of these names is NOT_FOUND.
    */
   async viewItem(itemId: string): Promise<ItemView> {
-    const read = await withReadOnlySnapshot(this.spec.pool, async (db) => ({
-      connection: (await listConnectionsPage(db, { itemId }, undefined, 1))[0],
-      accounts: await listAccountsPage(db, { itemId }, undefined, MAX_ACCOUNTS_PER_CONNECTION),
+    const read = await withReadOnlySnapshot(this.parts.pool, async (db) => ({
+      connection: (await adminConnectionList.readPage(db, { itemId }, undefined, 1))[0],
+      accounts: await adminAccountList.readPage(db, { itemId }, undefined, MAX_ACCOUNTS_PER_CONNECTION),
       events: await listEventsOfItem(db, itemId, CONNECTION_EVENTS_SHOWN),
       removal: await findUnfinishedItemRemoval(db, itemId),
     }));

@@ -1,8 +1,7 @@
-import type { Readable } from 'node:stream';
 import { decodeCursor, encodeCursor } from '../../crypto/admin-cursor';
-import type { Pool, PoolClient } from '../../db/pool';
+import type { Pool } from '../../db/pool';
 import { unknownCursor } from '../../errors';
-import type { Queryable } from '../../repository/queryable';
+import type { KeysetList } from '../../repository/filtered-query';
 import type { AdminExports, RunningExport } from './admin-exports';
 
 /** A page of an admin list: its records, and the cursor of the next page (null on the last). */
@@ -33,17 +32,20 @@ export async function readKeysetPage<Row extends { id: string }, Item>(
   };
 }
 
-/** What makes one admin list: how its rows are read, a page or all of them, and how a row is shown. */
-export interface AdminListSpec<Filters, Row extends { id: string }, Item> {
+/** What every admin list is given. */
+export interface AdminListParts {
   /** The admin pool: separate from the account endpoints' one, so admin work cannot starve them. */
   pool: Pool;
   /** Signs this list's cursors: its own key, so that another list's cursor is refused. */
   cursorKey: Buffer;
   exports: AdminExports;
+}
+
+/** What makes one admin list: what it holds, how its rows are read (a page or all), how a row is shown. */
+export interface AdminListSpec<Filters, Row extends { id: string }, Item> {
   /** What the list holds, for log lines ("account", "connection"). */
   what: string;
-  readPage(db: Queryable, filters: Filters, afterId: string | undefined, limit: number): Promise<Row[]>;
-  streamAll(client: PoolClient, filters: Filters): Readable;
+  rows: KeysetList<Filters, Row>;
   toItem(row: Row): Item;
 }
 
@@ -52,29 +54,32 @@ export interface AdminListSpec<Filters, Row extends { id: string }, Item> {
  * refused), and exports of every matching row, which share the export slots of every list.
  */
 export class AdminList<Filters, Row extends { id: string }, Item> {
-  constructor(protected readonly spec: AdminListSpec<Filters, Row, Item>) {}
+  constructor(
+    protected readonly parts: AdminListParts,
+    private readonly list: AdminListSpec<Filters, Row, Item>,
+  ) {}
 
   /** How long an export may wait for its client to accept bytes before it is aborted. */
   get exportStallTimeoutMs(): number {
-    return this.spec.exports.stallTimeoutMs;
+    return this.parts.exports.stallTimeoutMs;
   }
 
   page(filters: Filters, cursor: string | undefined, limit: number): Promise<AdminPage<Item>> {
     return readKeysetPage(
-      this.spec.cursorKey,
+      this.parts.cursorKey,
       cursor,
       limit,
-      (afterId, rows) => this.spec.readPage(this.spec.pool, filters, afterId, rows),
-      (row) => this.spec.toItem(row),
+      (afterId, rows) => this.list.rows.readPage(this.parts.pool, filters, afterId, rows),
+      (row) => this.list.toItem(row),
     );
   }
 
   /** Every matching row, from a server-side cursor; refused while every export slot is taken. */
   openExport(filters: Filters): Promise<RunningExport> {
-    return this.spec.exports.open(
-      this.spec.what,
-      (client) => this.spec.streamAll(client, filters),
-      (row: Row) => this.spec.toItem(row),
+    return this.parts.exports.open(
+      this.list.what,
+      (client) => this.list.rows.streamAll(client, filters),
+      (row: Row) => this.list.toItem(row),
     );
   }
 }

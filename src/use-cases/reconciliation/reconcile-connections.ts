@@ -10,9 +10,9 @@ import { describeFailure, InstanceRuns, RunInterrupted } from '../exclusive-runs
 import type { UseCaseDependencies } from '../use-case-dependencies';
 import type { AccountProvider } from '../../provider/account-provider';
 import { ProviderError } from '../../provider/provider-error';
-import { applyHealthSignal } from '../../domain/connections/connection-changes';
+import { applySignal } from '../../domain/connections/connection-changes';
 import type { Connection } from '../../domain/connections/connection';
-import { signalOfItemView, type PlaidView } from '../../domain/connections/connection-health';
+import { signalOfItemView, type PlaidView } from '../../domain/connections/plaid-signals';
 import {
   listConnectionsAfter,
   lockConnection,
@@ -276,11 +276,12 @@ export class Reconciliation {
       if (!locked) return undefined;
       const signal = signalOfItemView(locked.status, view);
       if (!signal) return undefined;
-      const change = await applyHealthSignal(client, this.deps.websiteNotifications, locked, signal, {
+      const change = await applySignal(client, this.deps.websiteNotifications, locked, signal, {
         observedAt,
         source: 'reconciliation',
       });
-      if (change.outcome !== 'applied') return undefined;
+      // A view's signal is one of health: an applied one changed the status.
+      if (change.outcome !== 'applied' || change.effect !== 'status_changed') return undefined;
       return differenceOf(
         locked,
         change.health.status,

@@ -1,3 +1,7 @@
+// Why this file is long: it is the only module that imports the `plaid` client (the wrapper owns it), so every
+// call's retry, breaker, timeout, metrics, span and error translation meets here once; the calls themselves are
+// a few lines each at the end.
+
 import { performance } from 'node:perf_hooks';
 import { SpanStatusCode, trace } from '@opentelemetry/api';
 import type { AxiosResponse } from 'axios';

@@ -1,3 +1,7 @@
+// Why this file is long: it is the one module of the exchanges table (the house keeps one module per table), and an
+// exchange's life has many guarded steps — claim, take-over, token recorded, store, fence, abandon, prune — each one
+// statement naming the state it expects; splitting them would scatter the state machine of one row.
+
 import type { BankAccount } from '../vocabulary/bank-account';
 import { accountColumns } from './accounts-repository';
 import type { NewConnection } from './connections-repository';

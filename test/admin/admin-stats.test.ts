@@ -1,5 +1,5 @@
 import type { z } from 'zod';
-import type { adminStatsResponse } from '../../src/http/schemas/admin-schemas';
+import type { adminStatsResponse } from '../../src/http/schemas/admin-stats-schemas';
 import {
   adminStats,
   connectInstitution,

@@ -1,3 +1,7 @@
+// Why this file is long: it is the emulated Teller server as one object — its listener (mTLS), the routes of
+// Teller's API, its control routes and the webhooks it sends — sharing one enrollment store and fault queue;
+// the wire details live in the modules it imports.
+
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import https from 'node:https';
 import type { AddressInfo } from 'node:net';

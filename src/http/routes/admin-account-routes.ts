@@ -6,8 +6,8 @@ import {
   pagesDescription,
   adminAccountsQuery,
   adminAccountsResponse,
-  adminStatsResponse,
 } from '../schemas/admin-schemas';
+import { adminStatsResponse } from '../schemas/admin-stats-schemas';
 import type { z } from '../schemas/common-schemas';
 import { EXPORT_DESCRIPTION, answerAdminList, exportExamples, type ExportShape } from '../streamed-export';
 

@@ -3,7 +3,7 @@ import { createHash, randomBytes, randomUUID } from 'node:crypto';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { TokenVault } from '../src/crypto/token-vault';
-import { PlaidEmulator } from '../src/emulator/plaid-emulator';
+import { PlaidEmulator } from 'plaid-emulator';
 import type { UseCaseHooks } from '../src/use-cases/use-case-dependencies';
 import { createTestDatabase, poolerEnvironment, type TestDatabase } from './support/database';
 import {

@@ -1,3 +1,14 @@
+/* global require */
+/**
+ * A package's own config as one project of this run: the run's timeout and workers are set here.
+ * @param {string} file
+ */
+const projectOf = (file) => {
+  // eslint-disable-next-line @typescript-eslint/no-unused-vars, @typescript-eslint/no-require-imports
+  const { testTimeout, maxWorkers, ...project } = require(file);
+  return project;
+};
+
 /**
  * `npm test`: the service's tests, and each package's own (`npx jest --selectProjects service`, or
  * `plaid-emulator`, `teller-emulator`, runs one project). `npx jest test/foo.test.ts` still runs one file.
@@ -21,8 +32,8 @@ module.exports = {
       globalSetup: '<rootDir>/test/support/global-setup.mjs',
       globalTeardown: '<rootDir>/test/support/global-teardown.mjs',
     },
-    '<rootDir>/packages/plaid-emulator/jest.config.js',
-    '<rootDir>/packages/teller-emulator/jest.config.js',
+    projectOf('./packages/plaid-emulator/jest.config.js'),
+    projectOf('./packages/teller-emulator/jest.config.js'),
   ],
   testTimeout: 60_000,
   maxWorkers: 2,

@@ -1,15 +1,24 @@
 # syntax=docker/dockerfile:1
 
+# The build: the whole npm workspace (packages/ holds the emulators and the dev tools, which the type-check
+# reads), then the production build (tsconfig.build.json), which compiles src/ without src/dev/ and reaches
+# the packages only by name, in lazy imports taken outside production: dist/ holds no development code.
 FROM node:20.20-bookworm-slim AS build
 WORKDIR /app
 COPY package.json package-lock.json ./
+COPY packages ./packages
 RUN npm ci --no-audit --no-fund
 COPY tsconfig.json tsconfig.build.json ./
 COPY src ./src
-# dist/dev (embedded database, generated local secrets, the built-in emulator's start, seed, benchmarks) and
-# dist/emulator (Plaid's API emulated) are development-only; production never loads them
-# (test/operations/production-build.test.ts starts the build without both).
-RUN npm run typecheck && npm run build && npm prune --omit=dev && rm -rf dist/dev dist/emulator
+RUN npm run typecheck && npm run build:production
+
+# The production install: package.json and the lockfile without packages/, so the workspace's packages,
+# devDependencies of the service, are not installed, nor what only they depend on (the embedded
+# PostgreSQL's binaries, the Teller emulator's X.509 library).
+FROM node:20.20-bookworm-slim AS dependencies
+WORKDIR /app
+COPY package.json package-lock.json ./
+RUN npm ci --omit=dev --no-audit --no-fund
 
 FROM node:20.20-bookworm-slim
 ENV NODE_ENV=production \
@@ -17,7 +26,7 @@ ENV NODE_ENV=production \
 WORKDIR /app
 COPY package.json ./
 COPY migrations ./migrations
-COPY --from=build /app/node_modules ./node_modules
+COPY --from=dependencies /app/node_modules ./node_modules
 COPY --from=build /app/dist ./dist
 USER node
 EXPOSE 3000

@@ -15,7 +15,7 @@ export interface BenchProcess {
 const started: BenchProcess[] = [];
 const unexpectedExits: string[] = [];
 
-export { findFreePort } from '../src/dev/free-port';
+export { findFreePort } from 'dev-tools';
 
 export const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 

@@ -4,7 +4,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { Pool } from 'pg';
-import { findPgBouncer, startPgBouncer, type RunningPgBouncer } from '../src/dev/pgbouncer';
+import { findPgBouncer, startPgBouncer, type RunningPgBouncer } from 'dev-tools';
 import { EmulatorProcess } from './emulator-client';
 import { measureTable } from './measure-table';
 import {

@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import type { Pool } from 'pg';
-import type { PlaidEmulator, SentWebhook } from '../../src/emulator/plaid-emulator';
+import type { PlaidEmulator, SentWebhook } from 'plaid-emulator';
 import {
   countStatusChangesByItem,
   findInconsistencies,

@@ -1,4 +1,4 @@
-import type { PlaidEmulator, RecordedCall } from '../../src/emulator/plaid-emulator';
+import type { PlaidEmulator, RecordedCall } from 'plaid-emulator';
 
 const EXCHANGE_PATH = '/item/public_token/exchange';
 

@@ -1,4 +1,4 @@
-import type { FaultSpec, PlaidEmulator } from '../../src/emulator/plaid-emulator';
+import type { FaultSpec, PlaidEmulator } from 'plaid-emulator';
 import { sleep } from '../processes';
 import type { PostgresCluster } from './cluster';
 import type { Gate } from './gate';

@@ -1,4 +1,4 @@
-import type { SentWebhook } from '../../src/emulator/plaid-emulator';
+import type { SentWebhook } from 'plaid-emulator';
 import { NoAnswer, type Answer, type CallSpec } from './http-client';
 import type { TrafficContext } from './traffic-context';
 

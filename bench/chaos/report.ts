@@ -1,4 +1,4 @@
-import type { SentWebhook } from '../../src/emulator/plaid-emulator';
+import type { SentWebhook } from 'plaid-emulator';
 import type { CheckResult } from './checks';
 import { FAULT_KINDS, type FaultEvent } from './faults';
 import { describeOutcome, type RequestRecord } from './request-ledger';

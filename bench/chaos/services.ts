@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import path from 'node:path';
 import { Pool } from 'pg';
-import { PlaidEmulator } from '../../src/emulator/plaid-emulator';
+import { PlaidEmulator } from 'plaid-emulator';
 import { findFreePort } from '../processes';
 import { PostgresCluster } from './cluster';
 import { ServiceInstance } from './instances';

@@ -1,4 +1,4 @@
-import type { PlaidEmulator } from '../../src/emulator/plaid-emulator';
+import type { PlaidEmulator } from 'plaid-emulator';
 import type { Gate } from './gate';
 import type { RecordingClient } from './http-client';
 import type { Random } from './random';

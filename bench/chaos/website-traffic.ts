@@ -1,4 +1,4 @@
-import type { LinkSuccess } from '../../src/emulator/plaid-emulator';
+import type { LinkSuccess } from 'plaid-emulator';
 import { sleep } from '../processes';
 import { callUntilSettled, NoAnswer, type Answer, type Settled } from './http-client';
 import { asWebsite, type TrafficContext } from './traffic-context';

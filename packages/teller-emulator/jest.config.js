@@ -1,11 +1,13 @@
 /* global module, __dirname */
 /**
- * Run from the repository's root: `npx jest -c packages/teller-emulator/jest.config.js`. jest, ts-jest,
- * typescript and ajv resolve from the root's node_modules; the package's own runtime dependencies from
- * its node_modules (`npm ci` in this folder).
+ * The root's jest runs these tests as the project "teller-emulator" (`npm test`, or
+ * `npx jest --selectProjects teller-emulator`); this file alone runs them too:
+ * `npx jest -c packages/teller-emulator/jest.config.js`. Everything resolves from the workspace's
+ * node_modules (one `npm ci` at the root installs this package's dependencies with the service's).
  * @type {import('jest').Config}
  */
 module.exports = {
+  displayName: 'teller-emulator',
   rootDir: __dirname,
   testEnvironment: 'node',
   roots: ['<rootDir>/test'],

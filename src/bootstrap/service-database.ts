@@ -12,7 +12,8 @@ export interface OwnDatabase {
  * The configured Postgres, or with no DATABASE_URL (development only) an embedded one kept in
  * DATA_DIR/postgres, migrated either way: over DATABASE_DIRECT_URL when it is set (migrations need a
  * session of their own, which a transaction pooler does not give), else over DATABASE_URL. The
- * embedded one's code is loaded only then: the production image does without it.
+ * embedded one's code (the dev-tools package, a devDependency) is loaded only then: the production
+ * install does without it.
  */
 export async function openServiceDatabase(
   config: Pick<Config, 'databaseUrl' | 'database' | 'dataDir'>,
@@ -20,7 +21,7 @@ export async function openServiceDatabase(
 ): Promise<{ databaseUrl: string; ownDatabase?: OwnDatabase; applied: string[] }> {
   let ownDatabase: (OwnDatabase & { connectionString: string }) | undefined;
   if (!config.databaseUrl) {
-    const { startLocalDatabase } = await import('../dev/local-database.js');
+    const { startLocalDatabase } = await import('dev-tools');
     ownDatabase = await startLocalDatabase(config.dataDir, logger);
   }
   const databaseUrl = config.databaseUrl ?? (ownDatabase as { connectionString: string }).connectionString;

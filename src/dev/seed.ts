@@ -1,13 +1,13 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import { parseArgs } from 'node:util';
 import dotenv from 'dotenv';
+import { readOrCreateLocalSecret } from 'dev-tools';
+import { SANDBOX_INSTITUTIONS, USER_GOOD_ACCOUNTS } from 'plaid-emulator';
 import { createPool, type Pool } from '../db/pool';
 import { loadConfig } from '../config/load-config';
 import { TokenVault } from '../crypto/token-vault';
 import { openServiceDatabase } from '../bootstrap/service-database';
-import { SANDBOX_INSTITUTIONS, USER_GOOD_ACCOUNTS } from '../emulator/sandbox-data';
 import { createLogger } from '../observability/logger';
-import { readOrCreateLocalSecret } from './local-secrets';
 import {
   findLastConnectionId,
   insertSeedAccounts,

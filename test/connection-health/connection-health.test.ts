@@ -1,6 +1,6 @@
 import type { Server } from 'node:http';
-import { PlaidEmulator } from '../../src/emulator/plaid-emulator';
-import { findFreePort } from '../../src/dev/free-port';
+import { PlaidEmulator } from 'plaid-emulator';
+import { findFreePort } from 'dev-tools';
 import { plaidClient } from '../support/plaid-client';
 import {
   connectInstitution,

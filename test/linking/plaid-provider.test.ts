@@ -1,6 +1,6 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { PlaidEmulator } from '../../src/emulator/plaid-emulator';
+import { PlaidEmulator } from 'plaid-emulator';
 import { createLogger } from '../../src/observability/logger';
 import { PlaidProvider, type PlaidProviderOptions } from '../../src/provider/plaid-provider';
 import { ERROR_REGISTRY } from '../../src/errors';

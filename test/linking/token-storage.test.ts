@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { TokenDecryptionError, TokenVault } from '../../src/crypto/token-vault';
-import { PlaidEmulator } from '../../src/emulator/plaid-emulator';
+import { PlaidEmulator } from 'plaid-emulator';
 import { createTestDatabase, type TestDatabase } from '../support/database';
 import { connectInstitution, exchange, removeInstitution } from '../support/requests';
 import { PLAID_SECRET, linkPublicToken, rowsOf, startService, uniqueUserId } from '../support/service';

@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import type { Server } from 'node:http';
 import type { Response } from 'supertest';
-import { findFreePort } from '../../src/dev/free-port';
+import { findFreePort } from 'dev-tools';
 import {
   connectInstitution,
   connectionStatus,

@@ -1,8 +1,8 @@
 import { spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
-import { PlaidEmulator } from '../../src/emulator/plaid-emulator';
-import { findFreePort } from '../../src/dev/free-port';
+import { PlaidEmulator } from 'plaid-emulator';
+import { findFreePort } from 'dev-tools';
 import { createTestDatabase, type TestDatabase } from '../support/database';
 import {
   reachableTempDir,

@@ -2,7 +2,7 @@ import { execFile, spawn } from 'node:child_process';
 import { promisify } from 'node:util';
 import { randomBytes } from 'node:crypto';
 import path from 'node:path';
-import { PlaidEmulator } from '../../src/emulator/plaid-emulator';
+import { PlaidEmulator } from 'plaid-emulator';
 import { createTestDatabase, poolerEnvironment, type TestDatabase } from '../support/database';
 import { reachableTempDir, removeTempDirs, startMainProcess } from '../support/main-process';
 import { projectPath } from '../support/project-paths';

@@ -1,7 +1,7 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { PlaidEmulator } from '../../src/emulator/plaid-emulator';
+import { PlaidEmulator } from 'plaid-emulator';
 import { createTestDatabase, type TestDatabase } from '../support/database';
 import {
   reachableTempDir,

@@ -3,7 +3,7 @@ import { mkdtempSync, readFileSync, readdirSync, rmSync, statSync } from 'node:f
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { ConfigError, loadConfig } from '../../src/config/load-config';
-import { readOrCreateLocalSecret } from '../../src/dev/local-secrets';
+import { readOrCreateLocalSecret } from 'dev-tools';
 import { exchangeCriticalWindowMs } from '../../src/config/time-budgets';
 import { thrownBy } from '../support/rejection';
 

@@ -36,7 +36,7 @@ const migrationFiles = () =>
     .sort();
 
 // Migrations hold a session-level advisory lock: they run over DATABASE_DIRECT_URL, never through a
-// transaction pooler (test/transaction-pooler.test.ts shows that one is refused).
+// transaction pooler (test/operations/transaction-pooler.test.ts shows that one is refused).
 describeOnDirectConnection('migrations run over the direct connection by design')('migrations', () => {
   let database: TestDatabase;
   beforeEach(async () => {

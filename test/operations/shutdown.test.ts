@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { Client, Pool } from 'pg';
-import { PlaidEmulator } from '../../src/emulator/plaid-emulator';
+import { PlaidEmulator } from 'plaid-emulator';
 import { findInconsistencies } from '../support/consistency';
 import { createTestDatabase, type TestDatabase } from '../support/database';
 import {

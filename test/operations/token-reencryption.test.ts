@@ -2,7 +2,7 @@ import { execFile } from 'node:child_process';
 import { createHash, randomBytes, randomUUID } from 'node:crypto';
 import { promisify } from 'node:util';
 import { TokenVault } from '../../src/crypto/token-vault';
-import { PlaidEmulator } from '../../src/emulator/plaid-emulator';
+import { PlaidEmulator } from 'plaid-emulator';
 import type { UseCaseHooks } from '../../src/use-cases/use-case-dependencies';
 import { createTestDatabase, poolerEnvironment, type TestDatabase } from '../support/database';
 import {

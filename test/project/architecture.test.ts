@@ -1,14 +1,16 @@
 import { readFileSync, readdirSync, statSync } from 'node:fs';
 import path from 'node:path';
 import ts from 'typescript';
-import { projectPath } from '../support/project-paths';
+import { PROJECT_ROOT, projectPath } from '../support/project-paths';
 
 /**
  * The floors of docs/architecture.md, checked against the code's own imports: what each folder may
- * import, no cycle, no use case importing another, production never loading development code.
+ * import, no cycle, no use case importing another, production never loading development code, the
+ * workspace's packages standing apart from the service.
  */
 
 const SRC = projectPath('src');
+const PACKAGES = projectPath('packages');
 
 interface ImportEdge {
   from: string;
@@ -23,6 +25,7 @@ interface ImportEdge {
 function sourceFiles(dir = SRC): string[] {
   return readdirSync(dir).flatMap((name) => {
     const full = path.join(dir, name);
+    if (name === 'node_modules' || name === 'dist') return [];
     if (statSync(full).isDirectory()) return sourceFiles(full);
     return name.endsWith('.ts') ? [full] : [];
   });
@@ -121,7 +124,8 @@ const MAY_IMPORT: Record<string, readonly string[]> = {
     'use-cases',
     'vocabulary',
   ],
-  bootstrap: ['config', 'db', 'dev', 'observability'],
+  // The built-in emulator's start names the busy port as the server does (http/server's explainBusyPort).
+  bootstrap: ['config', 'db', 'http', 'observability'],
   main: ['app', 'bootstrap', 'config', 'dependencies', 'http', 'observability'],
   // `npm run prune` runs the retention job once, in the foreground.
   cli: [
@@ -135,7 +139,6 @@ const MAY_IMPORT: Record<string, readonly string[]> = {
     'use-cases',
     'vocabulary',
   ],
-  emulator: [],
 };
 
 /**
@@ -146,8 +149,13 @@ const MAY_IMPORT_TYPES_OF: Record<string, readonly string[]> = {
   repository: ['domain'],
 };
 
-/** Development code may use anything; production code reaches it only through bootstrap's lazy imports. */
-const DEVELOPMENT_FLOORS = ['dev', 'emulator'];
+/** Development's scripts (seed, benchmark, the docs writers…) may use anything; production never imports them. */
+const DEVELOPMENT_FLOORS = ['dev'];
+
+/** The workspace's packages (packages/*): development and the tests use them, production never has them. */
+const WORKSPACE_PACKAGES = readdirSync(PACKAGES).filter((name) =>
+  statSync(path.join(PACKAGES, name, 'package.json'), { throwIfNoEntry: false })?.isFile(),
+);
 
 describe('the architecture', () => {
   it('when a module imports another floor, then the map allows it', () => {
@@ -162,16 +170,62 @@ describe('the architecture', () => {
     expect(crossings).toEqual([]);
   });
 
-  it('when production code reaches development code, then only lazily, from bootstrap/', () => {
+  it('when production code imports, then never a development script of src/dev/, not even lazily', () => {
     const reaches = INTERNAL.filter(
       (edge) =>
-        !DEVELOPMENT_FLOORS.includes(floorOf(edge.from)) &&
-        DEVELOPMENT_FLOORS.includes(floorOf(edge.to)) &&
-        !(floorOf(edge.from) === 'bootstrap' && edge.dynamic),
+        !DEVELOPMENT_FLOORS.includes(floorOf(edge.from)) && DEVELOPMENT_FLOORS.includes(floorOf(edge.to)),
     ).map((edge) => `${edge.from} -> ${edge.to}`);
 
     expect(reaches).toEqual([]);
-    expect(INTERNAL.some((edge) => floorOf(edge.from) === 'bootstrap' && edge.dynamic)).toBe(true);
+  });
+
+  it('when production code reaches a workspace package (an emulator, the dev tools), then only lazily, from bootstrap/', () => {
+    const reaches = EDGES.filter(
+      (edge) =>
+        WORKSPACE_PACKAGES.includes(edge.to) &&
+        !DEVELOPMENT_FLOORS.includes(floorOf(edge.from)) &&
+        !(floorOf(edge.from) === 'bootstrap' && edge.dynamic && !edge.typeOnly),
+    ).map((edge) => `${edge.from} -> ${edge.to}`);
+
+    expect(reaches).toEqual([]);
+    expect(
+      EDGES.filter((edge) => floorOf(edge.from) === 'bootstrap' && WORKSPACE_PACKAGES.includes(edge.to))
+        .map((edge) => edge.to)
+        .sort(),
+    ).toEqual(['dev-tools', 'dev-tools', 'plaid-emulator']);
+  });
+
+  it('when a workspace package imports, then nothing outside its own folder but packages', () => {
+    const escapes = WORKSPACE_PACKAGES.flatMap((name) => {
+      const folder = path.join(PACKAGES, name);
+      return sourceFiles(folder).flatMap((file) => {
+        const source = ts.createSourceFile(file, readFileSync(file, 'utf8'), ts.ScriptTarget.Latest, true);
+        return source.statements
+          .filter(ts.isImportDeclaration)
+          .map((node) => (node.moduleSpecifier as ts.StringLiteral).text)
+          .filter((specifier) => specifier.startsWith('.'))
+          .map((specifier) => path.resolve(path.dirname(file), specifier))
+          .filter((target) => !target.startsWith(`${folder}${path.sep}`))
+          .map((target) => `${path.relative(PROJECT_ROOT, file)} -> ${path.relative(PROJECT_ROOT, target)}`);
+      });
+    });
+
+    expect(WORKSPACE_PACKAGES).toEqual(
+      expect.arrayContaining(['dev-tools', 'plaid-emulator', 'teller-emulator']),
+    );
+    expect(escapes).toEqual([]);
+  });
+
+  it('when a workspace package is a dependency of the service, then only a development one', () => {
+    const manifest = JSON.parse(readFileSync(projectPath('package.json'), 'utf8')) as {
+      dependencies: Record<string, string>;
+      devDependencies: Record<string, string>;
+    };
+
+    expect(WORKSPACE_PACKAGES.filter((name) => name in manifest.dependencies)).toEqual([]);
+    expect(Object.keys(manifest.devDependencies)).toEqual(
+      expect.arrayContaining(['dev-tools', 'plaid-emulator']),
+    );
   });
 
   it('when a use case is built, then it imports no other use case', () => {
@@ -229,16 +283,17 @@ describe('the architecture', () => {
     expect(importers('express').filter((module) => !['http', 'app'].includes(floorOf(module)))).toEqual([]);
   });
 
-  it('when docs/architecture.md maps the folders, then every folder under src/ is in it', () => {
+  it('when docs/architecture.md maps the folders, then every folder under src/ and every package is in it', () => {
     const map = readFileSync(projectPath('docs', 'architecture.md'), 'utf8');
     const folders = (dir: string): string[] =>
       readdirSync(dir)
         .filter((name) => statSync(path.join(dir, name)).isDirectory())
         .flatMap((name) => [path.join(dir, name), ...folders(path.join(dir, name))]);
 
-    const missing = folders(SRC)
-      .map((folder) => `src/${path.relative(SRC, folder)}/`)
-      .filter((folder) => !map.includes(`\`${folder}\``));
+    const missing = [
+      ...folders(SRC).map((folder) => `src/${path.relative(SRC, folder)}/`),
+      ...WORKSPACE_PACKAGES.map((name) => `packages/${name}/`),
+    ].filter((folder) => !map.includes(`\`${folder}\``));
 
     expect(missing).toEqual([]);
   });

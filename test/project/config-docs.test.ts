@@ -7,7 +7,7 @@ import { randomBytes } from 'node:crypto';
 import dotenv from 'dotenv';
 import { ConfigError, loadConfig } from '../../src/config/load-config';
 import { DECLARED } from '../../src/config/settings/setting-groups';
-import { readOrCreateLocalSecret } from '../../src/dev/local-secrets';
+import { readOrCreateLocalSecret } from 'dev-tools';
 import { DEFAULT_SERVICE_NAME } from '../../src/observability/tracing';
 import { PROJECT_ROOT } from '../support/project-paths';
 

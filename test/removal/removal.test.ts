@@ -1,4 +1,4 @@
-import { PlaidEmulator } from '../../src/emulator/plaid-emulator';
+import { PlaidEmulator } from 'plaid-emulator';
 import { createTestDatabase, type TestDatabase } from '../support/database';
 import {
   PLAID_SECRET,

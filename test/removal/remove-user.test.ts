@@ -1,5 +1,5 @@
 import { EXCHANGE_RESUME_AFTER_MS } from '../../src/config/time-budgets';
-import { SANDBOX_INSTITUTIONS } from '../../src/emulator/sandbox-data';
+import { SANDBOX_INSTITUTIONS } from 'plaid-emulator';
 import {
   newWebhookSecret,
   startNotifyingService,

@@ -1,6 +1,6 @@
 import type { Pool } from 'pg';
 import { findInconsistencies as findBrokenInvariants } from '../../bench/consistency';
-import type { PlaidEmulator } from '../../src/emulator/plaid-emulator';
+import type { PlaidEmulator } from 'plaid-emulator';
 
 /**
  * What a failure must never leave behind, read from the tables and from "Plaid": each finding is a

@@ -38,7 +38,7 @@ export default async function globalSetup() {
     if (mode === 'server' || mode === 'pgbouncer') {
       throw new Error(`TEST_DB=${mode} but no Postgres server answers`);
     }
-    const { startEmbeddedPostgres } = require('../../dist/dev/embedded-postgres.js');
+    const { startEmbeddedPostgres } = require('dev-tools');
     const parent = mkdtempSync(path.join(tmpdir(), 'acs-test-'));
     // As root the server runs as the OS user postgres, which must be able to enter this folder.
     chmodSync(parent, 0o711);
@@ -62,7 +62,7 @@ export default async function globalSetup() {
   process.env.TEST_TEMPLATE_DATABASE = template;
   let through = '';
   if (mode === 'pgbouncer') {
-    const { startPgBouncer } = require('../../dist/dev/pgbouncer.js');
+    const { startPgBouncer } = require('dev-tools');
     const poolSize = Number(process.env.TEST_PGBOUNCER_POOL_SIZE ?? 4);
     globalThis.__pgbouncer = await startPgBouncer({ serverUrl, poolSize });
     process.env.TEST_POOLER_URL = globalThis.__pgbouncer.throughPooler(serverUrl);

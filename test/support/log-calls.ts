@@ -30,6 +30,8 @@ export interface LogCall {
 }
 
 const SRC = path.resolve(__dirname, '..', '..', 'src');
+/** The service's code, and the dev tools it runs in development (they log through its logger). */
+const LOGGING_SOURCES = [SRC, path.resolve(SRC, '..', 'packages', 'dev-tools', 'src')];
 
 function sourceFiles(dir: string): string[] {
   return readdirSync(dir, { withFileTypes: true }).flatMap((entry) => {
@@ -305,7 +307,7 @@ export interface LogCatalogue {
 }
 
 export function readLogCalls(): LogCatalogue {
-  const files = sourceFiles(SRC);
+  const files = LOGGING_SOURCES.flatMap(sourceFiles);
   return {
     calls: files.flatMap(callsOf),
     everyLine: new Set(['level', 'time', 'msg', 'request_id', 'trace_id', 'span_id', 'component', 'err']),

@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import type { Server } from 'node:http';
 import { Webhook } from 'standardwebhooks';
 import { encodeWebhookSecret } from '../../src/crypto/standard-webhooks';
-import { findFreePort } from '../../src/dev/free-port';
+import { findFreePort } from 'dev-tools';
 import { endpointOf, pathOf } from './requests';
 import { startService, type ServiceContext, type ServiceOptions } from './service';
 import type { ReceivedWebhook, WebhookReceiver } from './webhook-receiver';

@@ -3,7 +3,7 @@ import type { AddressInfo } from 'node:net';
 import { getOpenApiMetadata } from '@asteasolutions/zod-to-openapi';
 import type { Test } from 'supertest';
 import type { z } from 'zod';
-import { SANDBOX_INSTITUTIONS, USER_GOOD_ACCOUNTS } from '../../src/emulator/sandbox-data';
+import { SANDBOX_INSTITUTIONS, USER_GOOD_ACCOUNTS } from 'plaid-emulator';
 import type { Endpoint } from '../../src/http/endpoint-declaration';
 import { ENDPOINTS } from '../../src/http/endpoint-list';
 import { asAdmin, asWebsite, linkPublicToken, type ServiceContext } from './service';

@@ -8,7 +8,7 @@ import { createRequire } from 'node:module';
 
 const require = createRequire(import.meta.url);
 const { createLogger } = require('../../dist/observability/logger.js');
-const { startEmbeddedPostgres } = require('../../dist/dev/embedded-postgres.js');
+const { startEmbeddedPostgres } = require('dev-tools');
 const { openServiceDatabase } = require('../../dist/bootstrap/service-database.js');
 
 const request = JSON.parse(process.argv[2]);

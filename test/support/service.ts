@@ -14,7 +14,7 @@ import {
   type Dependencies,
   type DependencyOverrides,
 } from '../../src/dependencies';
-import { PlaidEmulator } from '../../src/emulator/plaid-emulator';
+import { PlaidEmulator } from 'plaid-emulator';
 import { createLogger } from '../../src/observability/logger';
 import { behindPooler, createTestDatabase, type TestDatabase } from './database';
 

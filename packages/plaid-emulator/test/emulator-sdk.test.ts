@@ -1,5 +1,5 @@
 import { CountryCode, Products, type PlaidApi } from 'plaid';
-import { PlaidEmulator } from '../src/emulator/plaid-emulator';
+import { PlaidEmulator } from '../src/plaid-emulator';
 import { plaidClient, plaidErrorOf } from './support/plaid-client';
 
 describe('the Plaid emulator, driven by the official SDK', () => {

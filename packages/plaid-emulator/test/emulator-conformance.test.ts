@@ -11,10 +11,20 @@ import {
   type PlaidApi,
 } from 'plaid';
 import { parse } from 'yaml';
-import { PlaidEmulator } from '../src/emulator/plaid-emulator';
+import { PlaidEmulator } from '../src/plaid-emulator';
 import { plaidClient } from './support/plaid-client';
 
-const SPEC_PATH = path.resolve(__dirname, '..', '..', 'shared', 'vendor', 'plaid-openapi', '2020-09-14.yml');
+const SPEC_PATH = path.resolve(
+  __dirname,
+  '..',
+  '..',
+  '..',
+  '..',
+  'shared',
+  'vendor',
+  'plaid-openapi',
+  '2020-09-14.yml',
+);
 const ENDPOINTS = [
   '/link/token/create',
   '/item/public_token/exchange',

@@ -11,7 +11,7 @@ import {
   type LinkSuccess,
   type SentWebhook,
   type WebhookVerificationJwk,
-} from '../src/emulator/plaid-emulator';
+} from '../src/plaid-emulator';
 import { plaidClient, plaidErrorOf } from './support/plaid-client';
 import { WebhookReceiver } from './support/webhook-receiver';
 

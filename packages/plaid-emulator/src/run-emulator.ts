@@ -1,5 +1,5 @@
 import dotenv from 'dotenv';
-import { PlaidEmulator } from '../emulator/plaid-emulator';
+import { PlaidEmulator } from './plaid-emulator';
 
 /** `npm run emulator`: the Plaid API emulator on its own, for local development against the SDK. */
 async function run(): Promise<void> {

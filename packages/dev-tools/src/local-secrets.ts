@@ -2,14 +2,22 @@ import { randomBytes } from 'node:crypto';
 import { chmodSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 
-import type { LocalSecretKind, LocalSecretSource } from '../config/load-config';
-import { encodeWebhookSecret } from '../crypto/standard-webhooks';
+/**
+ * A Standard Webhooks secret (`whsec_` and the key in base64), the form the service reads
+ * WEBSITE_WEBHOOK_SECRET in: a wire fact copied here, since this package imports nothing of the service.
+ */
+const encodeWebhookSecret = (bytes: Buffer) => `whsec_${bytes.toString('base64')}`;
 
 /**
  * Development-only convenience: a secret or key that was not configured is generated once and
- * kept in DATA_DIR with mode 0600, so restarts keep decrypting what earlier runs stored.
+ * kept in DATA_DIR with mode 0600, so restarts keep decrypting what earlier runs stored. The kind names
+ * the file and, by its name, the form: `website-webhook-secret` a Standard Webhooks secret, `…-key`
+ * 32 bytes in base64, anything else 32 bytes in base64url.
  */
-export const readOrCreateLocalSecret: LocalSecretSource = (dataDir: string, kind: LocalSecretKind) => {
+export function readOrCreateLocalSecret(
+  dataDir: string,
+  kind: string,
+): { value: string; file: string; created: boolean } {
   const file = path.join(dataDir, kind);
   try {
     return { value: readFileSync(file, 'utf8').trim(), file, created: false };
@@ -35,4 +43,4 @@ export const readOrCreateLocalSecret: LocalSecretSource = (dataDir: string, kind
   }
   chmodSync(file, 0o600);
   return { value, file, created: true };
-};
+}

@@ -1,5 +1,5 @@
 import path from 'node:path';
-import type { Logger } from '../observability/logger';
+import type { Logger } from './logger';
 import { startEmbeddedPostgres, type EmbeddedDatabase } from './embedded-postgres';
 import { readOrCreateLocalSecret } from './local-secrets';
 

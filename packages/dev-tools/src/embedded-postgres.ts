@@ -16,7 +16,7 @@ import path from 'node:path';
 import { Client } from 'pg';
 import { findFreePort } from './free-port';
 import { setRolePassword } from './maintenance';
-import type { Logger } from '../observability/logger';
+import type { Logger } from './logger';
 
 export interface EmbeddedDatabase {
   connectionString: string;

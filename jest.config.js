@@ -28,6 +28,7 @@ module.exports = {
       moduleNameMapper: {
         '^plaid-emulator$': '<rootDir>/packages/plaid-emulator/src/index.ts',
         '^dev-tools$': '<rootDir>/packages/dev-tools/src/index.ts',
+        '^test-kit$': '<rootDir>/packages/test-kit/src/index.ts',
       },
       globalSetup: '<rootDir>/test/support/global-setup.mjs',
       globalTeardown: '<rootDir>/test/support/global-teardown.mjs',

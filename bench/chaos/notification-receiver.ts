@@ -1,6 +1,7 @@
 import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 import type { IncomingHttpHeaders } from 'node:http';
-import { WebhookReceiver } from '../../test/support/webhook-receiver';
+// Compiled with the bench (a relative path, not the package name: test-kit is TypeScript read from its sources).
+import { WebhookReceiver } from '../../packages/test-kit/src/webhook-receiver';
 import { sleep } from '../processes';
 
 /**

@@ -1,7 +1,7 @@
 import type { Server } from 'node:http';
 import { PlaidEmulator } from 'plaid-emulator';
 import { findFreePort } from 'dev-tools';
-import { plaidClient } from '../support/plaid-client';
+import { plaidClient } from 'test-kit';
 import {
   connectInstitution,
   connectionStatus,

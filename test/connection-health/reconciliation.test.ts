@@ -1,8 +1,7 @@
 import { execFile } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { promisify } from 'node:util';
-import { plaidClient } from '../support/plaid-client';
-import { rejectionOf } from '../support/rejection';
+import { plaidClient, rejectionOf } from 'test-kit';
 import {
   connectInstitution,
   endpointOf,

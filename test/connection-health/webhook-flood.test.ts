@@ -3,7 +3,7 @@ import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { listen } from '../../src/http/server';
 import { NEW_KID_LOOKUPS_PER_SOURCE_PER_MINUTE } from '../../src/provider/webhook-verifier';
-import { plaidClient } from '../support/plaid-client';
+import { plaidClient } from 'test-kit';
 import { connectInstitution, createLinkToken, endpointOf, pathOf, sendFrom } from '../support/requests';
 import { PLAID_SECRET, rowsOf, startService, uniqueUserId, type ServiceContext } from '../support/service';
 

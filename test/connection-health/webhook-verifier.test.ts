@@ -9,7 +9,7 @@ import {
   WebhookVerificationError,
   type WebhookVerifierOptions,
 } from '../../src/provider/webhook-verifier';
-import { rejectionOf } from '../support/rejection';
+import { rejectionOf } from 'test-kit';
 
 /** "Plaid": real P-256 key pairs, and /webhook_verification_key/get over them, counting its calls. */
 function fakePlaidKeys() {

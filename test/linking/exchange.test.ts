@@ -1,4 +1,4 @@
-import { plaidClient } from '../support/plaid-client';
+import { plaidClient } from 'test-kit';
 import { bringDatabaseUp, takeDatabaseDown } from '../support/database';
 import {
   PLAID_SECRET,

@@ -6,7 +6,7 @@ import { PlaidProvider, type PlaidProviderOptions } from '../../src/provider/pla
 import { ERROR_REGISTRY } from '../../src/errors';
 import { ProviderError } from '../../src/provider/provider-error';
 import { createWebhookVerifier, WebhookVerificationError } from '../../src/provider/webhook-verifier';
-import { rejectionOf } from '../support/rejection';
+import { rejectionOf } from 'test-kit';
 
 const logger = createLogger({ level: 'silent' });
 

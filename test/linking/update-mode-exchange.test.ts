@@ -1,4 +1,4 @@
-import { plaidClient } from '../support/plaid-client';
+import { plaidClient } from 'test-kit';
 import {
   connectInstitution,
   connectionStatus,

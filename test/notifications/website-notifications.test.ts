@@ -8,7 +8,7 @@ import {
   type NotifyingService,
   type VerifiedNotification,
 } from '../support/notifications';
-import { plaidClient } from '../support/plaid-client';
+import { plaidClient, WebhookReceiver } from 'test-kit';
 import {
   adminStats,
   connectInstitution,
@@ -25,7 +25,6 @@ import {
   uniqueUserId,
   type ServiceContext,
 } from '../support/service';
-import { WebhookReceiver } from '../support/webhook-receiver';
 
 /** Retries at once, nine times: the schedule's length with none of its waits. */
 const IMMEDIATE_RETRIES = '0,0,0,0,0,0,0,0,0';

@@ -17,7 +17,7 @@ import {
   serviceForFile,
   uniqueUserId,
 } from '../support/service';
-import { rejectionOf } from '../support/rejection';
+import { rejectionOf } from 'test-kit';
 
 describe('log redaction', () => {
   const service = serviceForFile({ env: { LOG_LEVEL: 'trace', PLAID_TIMEOUT_MS: '300' } });

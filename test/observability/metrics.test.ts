@@ -10,7 +10,7 @@ import {
   startMainProcess,
   type MainProcess,
 } from '../support/main-process';
-import { plaidClient } from '../support/plaid-client';
+import { plaidClient } from 'test-kit';
 import { parseScrape, type Scrape } from '../support/prometheus-text';
 import { ServiceMetrics } from '../../src/observability/metrics';
 

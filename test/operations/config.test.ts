@@ -5,7 +5,7 @@ import path from 'node:path';
 import { ConfigError, loadConfig } from '../../src/config/load-config';
 import { readOrCreateLocalSecret } from 'dev-tools';
 import { exchangeCriticalWindowMs } from '../../src/config/time-budgets';
-import { thrownBy } from '../support/rejection';
+import { thrownBy } from 'test-kit';
 
 const key = () => randomBytes(32).toString('base64');
 const longSecret = () => randomBytes(32).toString('hex');

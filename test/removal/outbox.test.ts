@@ -23,7 +23,7 @@ import {
   request,
   retryDeadRemovals,
 } from '../support/requests';
-import { rejectionOf } from '../support/rejection';
+import { rejectionOf } from 'test-kit';
 import { projectPath } from '../support/project-paths';
 import { removalStatesOfItem } from '../support/state-probes';
 

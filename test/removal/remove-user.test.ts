@@ -17,7 +17,7 @@ import {
   validationProblem,
   type ServiceContext,
 } from '../support/service';
-import { WebhookReceiver } from '../support/webhook-receiver';
+import { WebhookReceiver } from 'test-kit';
 import { eventCount, eventKindsOfUser, removalCount, storedAccountsAmong } from '../support/state-probes';
 
 /** Small batches, so that the six connections one user can have at the sandbox's banks take three. */

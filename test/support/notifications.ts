@@ -5,7 +5,7 @@ import { encodeWebhookSecret } from '../../src/crypto/standard-webhooks';
 import { findFreePort } from 'dev-tools';
 import { endpointOf, pathOf } from './requests';
 import { startService, type ServiceContext, type ServiceOptions } from './service';
-import type { ReceivedWebhook, WebhookReceiver } from './webhook-receiver';
+import type { ReceivedWebhook, WebhookReceiver } from 'test-kit';
 
 /** A fresh `whsec_` secret, as an operator would generate one for the website. */
 export const newWebhookSecret = () => encodeWebhookSecret(randomBytes(32));

@@ -12,7 +12,7 @@ import {
 } from 'plaid';
 import { parse } from 'yaml';
 import { PlaidEmulator } from '../src/plaid-emulator';
-import { plaidClient } from './support/plaid-client';
+import { plaidClient } from 'test-kit';
 
 const SPEC_PATH = path.resolve(
   __dirname,

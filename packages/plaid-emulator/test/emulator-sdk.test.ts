@@ -1,6 +1,6 @@
 import { CountryCode, Products, type PlaidApi } from 'plaid';
 import { PlaidEmulator } from '../src/plaid-emulator';
-import { plaidClient, plaidErrorOf } from './support/plaid-client';
+import { plaidClient, plaidErrorOf } from 'test-kit';
 
 describe('the Plaid emulator, driven by the official SDK', () => {
   let emulator: PlaidEmulator;

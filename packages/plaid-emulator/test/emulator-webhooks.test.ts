@@ -12,8 +12,7 @@ import {
   type SentWebhook,
   type WebhookVerificationJwk,
 } from '../src/plaid-emulator';
-import { plaidClient, plaidErrorOf } from './support/plaid-client';
-import { WebhookReceiver } from './support/webhook-receiver';
+import { plaidClient, plaidErrorOf, WebhookReceiver } from 'test-kit';
 
 const decode = (part: string) => JSON.parse(Buffer.from(part, 'base64url').toString('utf8'));
 

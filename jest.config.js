@@ -27,6 +27,7 @@ module.exports = {
       // tests start, `node dist/main.js`, load their dist/, which `npm run build` makes).
       moduleNameMapper: {
         '^plaid-emulator$': '<rootDir>/packages/plaid-emulator/src/index.ts',
+        '^emulator-kit$': '<rootDir>/packages/emulator-kit/src/index.ts',
         '^dev-tools$': '<rootDir>/packages/dev-tools/src/index.ts',
         '^test-kit$': '<rootDir>/packages/test-kit/src/index.ts',
       },

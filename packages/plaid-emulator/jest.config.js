@@ -14,6 +14,8 @@ module.exports = {
   testMatch: ['**/*.test.ts'],
   // tsconfig.json sets isolatedModules, so ts-jest only transpiles; `npm run typecheck` checks types.
   transform: { '^.+\\.ts$': ['ts-jest', { tsconfig: '<rootDir>/tsconfig.json' }] },
+  // emulator-kit from its sources, as tsconfig.json's paths read it (a built emulator loads its dist/).
+  moduleNameMapper: { '^emulator-kit$': '<rootDir>/../emulator-kit/src/index.ts' },
   testTimeout: 60_000,
   maxWorkers: 2,
 };

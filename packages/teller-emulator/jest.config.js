@@ -9,6 +9,8 @@
 module.exports = {
   displayName: 'teller-emulator',
   rootDir: __dirname,
+  // The shared emulator-kit read from its sources, like tsconfig.json's paths; dist/cli.js loads its dist/.
+  moduleNameMapper: { '^emulator-kit$': '<rootDir>/../emulator-kit/src/index.ts' },
   testEnvironment: 'node',
   roots: ['<rootDir>/test'],
   testMatch: ['**/*.test.ts'],

@@ -1,7 +1,7 @@
 import http, { type IncomingMessage, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { handleControl } from './control-api';
-import { errorOfFault, FaultQueue, type Fault, type FaultSpec } from './faults';
+import { EmulatorServer } from 'emulator-kit';
+import { errorOfFault, faultMatches, type FaultSpec } from './faults';
 import { readBody, send } from './http-io';
 import { applyItemEvent, isItemWebhookCode, ITEM_WEBHOOK_CODES } from './item-events';
 import { itemErrorOf, ItemStore, type EmulatedItem } from './item-store';
@@ -46,18 +46,16 @@ export interface ItemWebhookResult {
  * request/response shapes and error objects, that signs and sends webhooks as Plaid does, with a
  * control API (under `/__emulator`) for fault injection, Link and Item events.
  */
-export class PlaidEmulator {
+export class PlaidEmulator extends EmulatorServer<FaultSpec, string, RecordedCall> {
   private readonly now: () => number;
-  private server: http.Server | undefined;
   private readonly store: ItemStore;
   private readonly links: LinkSessions;
   private readonly keys: WebhookKeys;
   private readonly sender: WebhookSender;
   private readonly routes: Record<string, PlaidRoute>;
-  private readonly faults = new FaultQueue();
-  private recorded: RecordedCall[] = [];
 
   constructor(private readonly options: EmulatorOptions = {}) {
+    super({ matches: faultMatches, send });
     this.now = options.now ?? Date.now;
     this.store = new ItemStore(this.now);
     this.links = new LinkSessions(this.store, this.now);
@@ -73,47 +71,27 @@ export class PlaidEmulator {
   }
 
   async listen(port = 0, host = '127.0.0.1'): Promise<string> {
-    this.server = http.createServer((req, res) => void this.handle(req, res));
-    await new Promise<void>((resolve, reject) => {
-      this.server?.once('error', reject);
-      this.server?.listen(port, host, () => resolve());
-    });
+    await this.serve(
+      http.createServer((req, res) => void this.handle(req, res)),
+      port,
+      host,
+    );
     return this.url;
   }
 
   get url(): string {
-    const address = this.server?.address() as AddressInfo | null;
+    const address = this.address();
     if (!address) throw new Error('the emulator is not listening');
     return `http://${address.address}:${address.port}`;
   }
 
   async close(): Promise<void> {
     this.sender.close();
-    const server = this.server;
-    if (!server) return;
-    this.server = undefined;
-    server.closeAllConnections();
-    await new Promise<void>((resolve) => server.close(() => resolve()));
-  }
-
-  injectFault(spec: FaultSpec): void {
-    this.faults.add(spec);
-  }
-
-  clearFaults(): void {
-    this.faults.clear();
-  }
-
-  pendingFaults(): Fault[] {
-    return this.faults.list();
+    await this.closeServer();
   }
 
   calls(path?: string): RecordedCall[] {
     return this.recorded.filter((call) => path === undefined || call.path === path);
-  }
-
-  clearCalls(): void {
-    this.recorded = [];
   }
 
   items(): EmulatedItem[] {
@@ -217,24 +195,12 @@ export class PlaidEmulator {
     } catch {
       // reported below, after the fault and route checks Plaid would make first
     }
-    // Recorded on arrival, so a test sees a call its client already gave up on; the status follows.
-    const call: RecordedCall = { path, body, status: 0, at: new Date(this.now()).toISOString() };
-    this.recorded.push(call);
-    const answer = (status: number, payload: unknown, headers?: Record<string, string>) => {
-      call.status = status;
-      send(res, status, payload, headers);
-    };
-
-    const fault = this.faults.take(path);
-    // Unref'd: the listening server keeps a real process alive; a closed emulator need not wait to answer.
-    if (fault?.delay_ms) await new Promise((resolve) => setTimeout(resolve, fault.delay_ms).unref());
-    if (fault?.drop) {
-      req.socket.destroy();
-      return;
-    }
-    if (fault?.body !== undefined) return answer(fault.status ?? 200, fault.body, fault.headers);
-    const injected = fault && errorOfFault(fault);
-    if (injected) return answer(injected.status, injected.toBody(requestId), fault.headers);
+    const answer = this.recordCall({ path, body, status: 0, at: new Date(this.now()).toISOString() }, res);
+    const faulted = await this.playFaultFor(path, req, answer, (fault) => {
+      const injected = errorOfFault(fault);
+      return injected && { status: injected.status, body: injected.toBody(requestId) };
+    });
+    if (faulted) return;
 
     try {
       const route = this.routes[path];

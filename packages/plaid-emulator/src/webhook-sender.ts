@@ -1,3 +1,4 @@
+import { WebhookOutbox } from 'emulator-kit';
 import type { WebhookKeys } from './webhook-keys';
 
 /** Plaid waits 10 s for an answer; the emulator gives up sooner so tests and shutdowns stay quick. */
@@ -38,15 +39,13 @@ function serialise(body: Record<string, unknown>): string {
  * Sends signed webhooks fire-and-forget (never delaying the API answer that caused them), records
  * every delivery, and lets tests wait for the ones in flight. Deliveries are not retried.
  */
-export class WebhookSender {
-  private records: SentWebhook[] = [];
-  private readonly inFlight = new Set<Promise<void>>();
-  private aborter = new AbortController();
-
+export class WebhookSender extends WebhookOutbox<SentWebhook> {
   constructor(
     private readonly keys: WebhookKeys,
     private readonly now: () => number,
-  ) {}
+  ) {
+    super();
+  }
 
   send(url: string, body: Record<string, unknown>): SentWebhook {
     const raw = serialise(body);
@@ -59,50 +58,26 @@ export class WebhookSender {
       error: null,
       at: new Date(this.now()).toISOString(),
     };
-    this.records.push(record);
-    const delivery = this.deliver(record, this.aborter.signal).finally(() => this.inFlight.delete(delivery));
-    this.inFlight.add(delivery);
-    return record;
+    return this.dispatch(record, (closed) => deliver(record, closed));
   }
+}
 
-  sent(): SentWebhook[] {
-    return [...this.records];
-  }
-
-  clear(): void {
-    this.records = [];
-  }
-
-  /** Resolves once every delivery started so far has been answered, failed or timed out. */
-  async flush(): Promise<void> {
-    while (this.inFlight.size > 0) await Promise.allSettled([...this.inFlight]);
-  }
-
-  /** Abandons deliveries in flight (recorded as failed), so closing the emulator never waits on them. */
-  close(): void {
-    this.aborter.abort(new Error('the emulator closed'));
-    this.aborter = new AbortController();
-  }
-
-  private async deliver(record: SentWebhook, closed: AbortSignal): Promise<void> {
-    // Let the API answer that caused the webhook go out first, as Plaid's would.
-    await new Promise((resolve) => setImmediate(resolve));
-    try {
-      const response = await fetch(record.url, {
-        method: 'POST',
-        headers: {
-          'Content-Type': 'application/json',
-          'Plaid-Verification': record.plaid_verification,
-        },
-        body: record.raw_body,
-        redirect: 'manual',
-        signal: AbortSignal.any([closed, AbortSignal.timeout(DELIVERY_TIMEOUT_MS)]),
-      });
-      await response.arrayBuffer().catch(() => undefined);
-      record.status = response.status;
-    } catch (error) {
-      record.error = describeFailure(error);
-    }
+async function deliver(record: SentWebhook, closed: AbortSignal): Promise<void> {
+  try {
+    const response = await fetch(record.url, {
+      method: 'POST',
+      headers: {
+        'Content-Type': 'application/json',
+        'Plaid-Verification': record.plaid_verification,
+      },
+      body: record.raw_body,
+      redirect: 'manual',
+      signal: AbortSignal.any([closed, AbortSignal.timeout(DELIVERY_TIMEOUT_MS)]),
+    });
+    await response.arrayBuffer().catch(() => undefined);
+    record.status = response.status;
+  } catch (error) {
+    record.error = describeFailure(error);
   }
 }
 

@@ -1,3 +1,4 @@
+import type { Fault as KitFault, FaultSpecBase } from 'emulator-kit';
 import { errorForStatus, statusForCode, TellerApiError } from './teller-errors';
 
 /**
@@ -5,7 +6,7 @@ import { errorForStatus, statusForCode, TellerApiError } from './teller-errors';
  * `status`, `error`, `delay_ms`, `drop`, `body`, `headers`), plus `method`, since Teller's paths are
  * shared by GET and DELETE.
  */
-export interface FaultSpec {
+export interface FaultSpec extends FaultSpecBase {
   /**
    * A Teller path such as `/accounts`, a pattern whose `:name` segments match any one segment
    * (`/accounts/:account_id/balances`), or `*` for every API call.
@@ -13,22 +14,16 @@ export interface FaultSpec {
   path: string;
   /** Only calls with this method (`GET`, `DELETE`); every method when absent. */
   method?: string;
-  /** How many of the next matching calls are affected (default 1). */
-  count?: number;
-  status?: number;
   /** Teller's error object; its status follows from the code when `status` is absent. */
   error?: { code: string; message?: string };
-  /** Answer after this many milliseconds (on its own: a slow success). */
-  delay_ms?: number;
-  /** Close the connection without answering, like a network failure. */
-  drop?: boolean;
-  /** Answer with exactly this body (and `status`, default 200), e.g. a malformed success. */
-  body?: unknown;
-  headers?: Record<string, string>;
 }
 
-export interface Fault extends FaultSpec {
-  remaining: number;
+export type Fault = KitFault<FaultSpec>;
+
+/** What a fault is matched against: the call's method and path. */
+export interface FaultCall {
+  method: string;
+  path: string;
 }
 
 /** Why a fault spec is unusable, or undefined when it is fine. */
@@ -84,32 +79,14 @@ function pathMatches(pattern: string, path: string): boolean {
   );
 }
 
-/** Faults waiting for the calls they affect, first matching first. */
-export class FaultQueue {
-  private faults: Fault[] = [];
+/** A fault affects calls with its method (any when it has none) to a path its pattern matches. */
+export function faultMatches(fault: Fault, call: FaultCall): boolean {
+  return (fault.method === undefined || fault.method === call.method) && pathMatches(fault.path, call.path);
+}
 
-  add(spec: FaultSpec): void {
-    this.faults.push({ ...spec, method: spec.method?.toUpperCase(), remaining: spec.count ?? 1 });
-  }
-
-  list(): Fault[] {
-    return this.faults.map((fault) => ({ ...fault }));
-  }
-
-  clear(): void {
-    this.faults = [];
-  }
-
-  take(method: string, path: string): Fault | undefined {
-    const fault = this.faults.find(
-      (candidate) =>
-        (candidate.method === undefined || candidate.method === method) && pathMatches(candidate.path, path),
-    );
-    if (!fault) return undefined;
-    fault.remaining -= 1;
-    if (fault.remaining <= 0) this.faults = this.faults.filter((candidate) => candidate !== fault);
-    return fault;
-  }
+/** Methods are kept in capitals, as calls carry them. */
+export function normaliseFault(spec: FaultSpec): FaultSpec {
+  return { ...spec, method: spec.method?.toUpperCase() };
 }
 
 /** The Teller error a fault answers with, when it asks for one by error object or by status. */

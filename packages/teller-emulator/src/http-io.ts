@@ -1,38 +1,6 @@
-import type { IncomingMessage, ServerResponse } from 'node:http';
+import { createJsonSender } from 'emulator-kit';
 
-const MAX_BODY_BYTES = 1024 * 1024;
+export { BodyTooLargeError, readBody } from 'emulator-kit';
 
-export class BodyTooLargeError extends Error {}
-
-export async function readBody(req: IncomingMessage): Promise<string> {
-  const chunks: Buffer[] = [];
-  let size = 0;
-  for await (const chunk of req) {
-    size += (chunk as Buffer).length;
-    if (size > MAX_BODY_BYTES) throw new BodyTooLargeError('body too large');
-    chunks.push(chunk as Buffer);
-  }
-  return Buffer.concat(chunks).toString('utf8');
-}
-
-/** A JSON answer; `undefined` as the body sends none (204). */
-export function send(
-  res: ServerResponse,
-  status: number,
-  body: unknown,
-  headers: Record<string, string> = {},
-): void {
-  if (res.headersSent || res.destroyed) return;
-  if (body === undefined) {
-    res.writeHead(status, headers);
-    res.end();
-    return;
-  }
-  const payload = JSON.stringify(body);
-  res.writeHead(status, {
-    ...headers,
-    'Content-Type': 'application/json; charset=utf-8',
-    'Content-Length': Buffer.byteLength(payload),
-  });
-  res.end(payload);
-}
+/** Teller's answers say `application/json; charset=utf-8`; `undefined` as the body sends none (204). */
+export const send = createJsonSender('application/json; charset=utf-8');

@@ -4,13 +4,13 @@
 
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import https from 'node:https';
-import type { AddressInfo } from 'node:net';
 import type { TLSSocket } from 'node:tls';
 import { completeConnect, type ConnectRequest, type ConnectSuccess } from './connect';
 import { handleControl } from './control-api';
 import { ensureCredentials, type EmulatorCredentials } from './credentials';
 import { EnrollmentStore, viewOf, type EmulatedEnrollment, type EnrollmentView } from './enrollment-store';
-import { errorOfFault, FaultQueue, type Fault, type FaultSpec } from './faults';
+import { EmulatorServer } from 'emulator-kit';
+import { errorOfFault, faultMatches, normaliseFault, type FaultCall, type FaultSpec } from './faults';
 import { BodyTooLargeError, readBody, send } from './http-io';
 import { isoSeconds, tellerId } from './ids';
 import { TellerApiError, tellerErrors, type DisconnectReason } from './teller-errors';
@@ -71,19 +71,17 @@ export interface WebhookSent {
  * retried webhooks, and a control API under `/__emulator` for Connect, enrollment events, faults and the
  * call log, shaped like the Plaid emulator's.
  */
-export class TellerEmulator {
+export class TellerEmulator extends EmulatorServer<FaultSpec, FaultCall, RecordedCall> {
   readonly environment: TellerEnvironment;
   private readonly now: () => number;
   private readonly store: EnrollmentStore;
-  private readonly faults = new FaultQueue();
-  private recorded: RecordedCall[] = [];
   private webhook: { url: string | null; secrets: string[] };
   private sender: WebhookSender | undefined;
   private keys: TokenSigningKeys | undefined;
   private prepared: EmulatorCredentials | undefined;
-  private server: https.Server | undefined;
 
   constructor(private readonly options: TellerEmulatorOptions) {
+    super({ matches: faultMatches, normalise: normaliseFault, send });
     const environment = options.environment ?? 'sandbox';
     if (!TELLER_ENVIRONMENTS.includes(environment)) {
       throw new Error(`environment must be one of ${TELLER_ENVIRONMENTS.join(', ')}`);
@@ -124,16 +122,12 @@ export class TellerEmulator {
       },
       (req, res) => void this.handle(req, res),
     );
-    this.server = server;
-    await new Promise<void>((resolve, reject) => {
-      server.once('error', reject);
-      server.listen(port, host, () => resolve());
-    });
+    await this.serve(server, port, host);
     return this.url;
   }
 
   get url(): string {
-    const address = this.server?.address() as AddressInfo | null | undefined;
+    const address = this.address();
     if (!address) throw new Error('the Teller emulator is not listening');
     const host =
       address.address === '0.0.0.0' || address.address === '::'
@@ -152,11 +146,7 @@ export class TellerEmulator {
 
   async close(): Promise<void> {
     this.sender?.close();
-    const server = this.server;
-    if (!server) return;
-    this.server = undefined;
-    server.closeAllConnections();
-    await new Promise<void>((resolve) => server.close(() => resolve()));
+    await this.closeServer();
   }
 
   /** What a user finishing Teller Connect hands the page (see `POST /__emulator/connect/complete`). */
@@ -259,28 +249,12 @@ export class TellerEmulator {
     return this.sender?.flush() ?? Promise.resolve();
   }
 
-  injectFault(spec: FaultSpec): void {
-    this.faults.add(spec);
-  }
-
-  clearFaults(): void {
-    this.faults.clear();
-  }
-
-  pendingFaults(): Fault[] {
-    return this.faults.list();
-  }
-
   calls(filter: { method?: string; path?: string } = {}): RecordedCall[] {
     return this.recorded.filter(
       (call) =>
         (filter.method === undefined || call.method === filter.method.toUpperCase()) &&
         (filter.path === undefined || call.path === filter.path),
     );
-  }
-
-  clearCalls(): void {
-    this.recorded = [];
   }
 
   /** Forgets enrollments, faults, calls and sent webhooks; keys, certificates and settings stay. */
@@ -340,7 +314,6 @@ export class TellerEmulator {
     }
 
     const certificate = certificateState(req);
-    // Recorded on arrival, so a test sees a call its client already gave up on; the status follows.
     const call: RecordedCall = {
       method,
       path,
@@ -349,22 +322,12 @@ export class TellerEmulator {
       enrollment_id: null,
       client_certificate: certificate,
     };
-    this.recorded.push(call);
-    const answer = (status: number, body: unknown, headers?: Record<string, string>) => {
-      call.status = status;
-      send(res, status, body, headers);
-    };
-
-    const fault = this.faults.take(method, path);
-    // Unref'd: the listening server keeps a real process alive; a closed emulator need not wait to answer.
-    if (fault?.delay_ms) await new Promise((resolve) => setTimeout(resolve, fault.delay_ms).unref());
-    if (fault?.drop) {
-      req.socket.destroy();
-      return;
-    }
-    if (fault?.body !== undefined) return answer(fault.status ?? 200, fault.body, fault.headers);
-    const injected = fault && errorOfFault(fault);
-    if (injected) return answer(injected.status, injected.toBody(), fault.headers);
+    const answer = this.recordCall(call, res);
+    const faulted = await this.playFaultFor({ method, path }, req, answer, (fault) => {
+      const injected = errorOfFault(fault);
+      return injected && { status: injected.status, body: injected.toBody() };
+    });
+    if (faulted) return;
 
     try {
       const matched = matchRoute(method, path);

@@ -1,6 +1,7 @@
 import http from 'node:http';
 import https from 'node:https';
 import { rootCertificates } from 'node:tls';
+import { WebhookOutbox } from 'emulator-kit';
 import { tellerSignature, type TellerWebhookEvent } from './webhook-signing';
 
 /**
@@ -44,12 +45,10 @@ export interface WebhookSenderOptions {
  * Sends signed webhooks without delaying the answer that caused them, retries failed deliveries,
  * records every attempt, and lets tests wait for deliveries still in flight (retries included).
  */
-export class WebhookSender {
-  private records: SentWebhook[] = [];
-  private readonly inFlight = new Set<Promise<void>>();
-  private aborter = new AbortController();
-
-  constructor(private readonly options: WebhookSenderOptions) {}
+export class WebhookSender extends WebhookOutbox<SentWebhook> {
+  constructor(private readonly options: WebhookSenderOptions) {
+    super();
+  }
 
   /** `secrets` is read at each attempt: a secret rotated between attempts signs the next one. */
   send(url: string, event: TellerWebhookEvent, secrets: () => readonly string[]): SentWebhook {
@@ -62,31 +61,7 @@ export class WebhookSender {
       state: 'pending',
       attempts: [],
     };
-    this.records.push(record);
-    const delivery = this.deliver(record, secrets, this.aborter.signal).finally(() =>
-      this.inFlight.delete(delivery),
-    );
-    this.inFlight.add(delivery);
-    return record;
-  }
-
-  sent(): SentWebhook[] {
-    return [...this.records];
-  }
-
-  clear(): void {
-    this.records = [];
-  }
-
-  /** Resolves once every delivery started so far has succeeded or used up its retries. */
-  async flush(): Promise<void> {
-    while (this.inFlight.size > 0) await Promise.allSettled([...this.inFlight]);
-  }
-
-  /** Abandons deliveries and pending retries, so closing the emulator never waits on them. */
-  close(): void {
-    this.aborter.abort(new Error('the emulator closed'));
-    this.aborter = new AbortController();
+    return this.dispatch(record, (closed) => this.deliver(record, secrets, closed));
   }
 
   private async deliver(
@@ -94,8 +69,6 @@ export class WebhookSender {
     secrets: () => readonly string[],
     closed: AbortSignal,
   ): Promise<void> {
-    // Let the answer that caused the webhook go out first.
-    await new Promise((resolve) => setImmediate(resolve));
     for (let attempt = 0; ; attempt += 1) {
       if (closed.aborted) break;
       const now = this.options.now();

@@ -1,7 +1,7 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { seedDatabase } from '../../src/dev/seed';
-import { onServer } from '../support/database';
+import { onDatabase, onServer } from '../support/database';
 import {
   adminStats,
   createLinkToken,
@@ -152,13 +152,16 @@ describe('admin exports', () => {
     main = await listen(await startService({ poolMax: 2 }));
     database = main.service.database.name;
     await seedDatabase(main.service.deps.pool, main.service.deps.vault, SEEDED_ACCOUNTS, () => undefined);
-    await main.service.deps.pool.query(
-      `INSERT INTO connections (subscription_user_id, app_name, provider_item_id, institution_id, institution_name,
+    // 40,000 rows in one statement: through a client of its own, not bound by the service's 5 s statement limit.
+    await onDatabase(database, (client) =>
+      client.query(
+        `INSERT INTO connections (subscription_user_id, app_name, provider_item_id, institution_id, institution_name,
                                 access_token_ciphertext, access_token_fingerprint, accounts_signature)
        SELECT 'bare-' || g, 'Budget App', 'bare-item-' || g, 'ins_109508', 'First Platypus Bank', 'not-a-token',
               sha256(('bare-' || g)::bytea), 'bare-' || g
          FROM generate_series(1, $1::int) g`,
-      [EXTRA_CONNECTIONS],
+        [EXTRA_CONNECTIONS],
+      ),
     );
   });
   afterEach(() => releaseHeldExports(database));

@@ -60,6 +60,20 @@ export async function onServer<T>(work: (client: Client) => Promise<T>): Promise
   }
 }
 
+/**
+ * A client of its own on a test database, directly (never through the pooler) and outside the service's
+ * statement limits: for a test's set-up, which a loaded machine may take longer over than a request may.
+ */
+export async function onDatabase<T>(name: string, work: (client: Client) => Promise<T>): Promise<T> {
+  const client = new Client({ connectionString: directDatabaseUrl(name) });
+  await client.connect();
+  try {
+    return await work(client);
+  } finally {
+    await client.end();
+  }
+}
+
 export interface TestDatabase {
   name: string;
   /** As the service reaches it (through PgBouncer in a run behind it). */

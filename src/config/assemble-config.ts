@@ -10,9 +10,10 @@ export function assembleConfig(parts: {
   dataDir: string;
   secrets: ReadSecretsAndKeys & { tokenHmacKey: Buffer };
   websiteNotifications: Config['websiteNotifications'];
+  teller: Config['teller'];
   localSecrets: Config['localSecrets'];
 }): Config {
-  const { environment, settings: env, dataDir, secrets, websiteNotifications, localSecrets } = parts;
+  const { environment, settings: env, dataDir, secrets, websiteNotifications, teller, localSecrets } = parts;
   const production = env.NODE_ENV === 'production';
   return {
     nodeEnv: env.NODE_ENV,
@@ -54,6 +55,8 @@ export function assembleConfig(parts: {
       webhookUrl: env.PLAID_WEBHOOK_URL,
       redirectUri: env.PLAID_REDIRECT_URI,
     },
+    teller,
+    tellerEmulatorPort: env.TELLER_EMULATOR_PORT,
     rateLimits: {
       linkTokensPerMinute: env.RATE_LIMIT_LINK_TOKENS_PER_MINUTE,
       exchangesPerMinute: env.RATE_LIMIT_EXCHANGES_PER_MINUTE,

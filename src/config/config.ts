@@ -1,5 +1,8 @@
 /** What the service is configured with, once read and checked (`loadConfig`), and how a problem is reported. */
 
+import type { KeyObject } from 'node:crypto';
+import type { TellerEnvironment } from './settings/teller-settings';
+
 /** The secrets and keys that, outside production, are generated in DATA_DIR when not configured. */
 export type LocalSecretKind =
   | 'internal-secret'
@@ -38,6 +41,20 @@ export interface PlaidConfig {
   language: string;
   webhookUrl: string | undefined;
   redirectUri: string | undefined;
+}
+
+/** Teller, when `TELLER_APPLICATION_ID` is set: each value checked at start. */
+export interface TellerConfig {
+  applicationId: string;
+  environment: TellerEnvironment;
+  /** The client certificate and its key (mTLS), PEM as TLS takes them: both or neither, and matching. */
+  certificate: string | undefined;
+  privateKey: string | undefined;
+  /** Ed25519 public keys Connect's signatures are verified with; any one verifying is enough (rotation). */
+  tokenSigningKeys: KeyObject[];
+  /** The secrets `Teller-Signature` may be made with; any one matching is enough (rotation). */
+  webhookSecrets: string[];
+  baseUrl: string;
 }
 
 export interface Config {
@@ -81,6 +98,10 @@ export interface Config {
   tokenEncryptionKeys: Buffer[];
   tokenHmacKey: Buffer;
   plaid: PlaidConfig;
+  /** Undefined while Teller is off (no `TELLER_APPLICATION_ID`). */
+  teller: TellerConfig | undefined;
+  /** The built-in Teller emulator's port (0: a free one). */
+  tellerEmulatorPort: number;
   rateLimits: {
     linkTokensPerMinute: number;
     exchangesPerMinute: number;

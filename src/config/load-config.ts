@@ -5,10 +5,18 @@ import { ConfigError, type Config, type Environment, type LocalSecretSource } fr
 import { localSecretsIn } from './local-secrets';
 import { parseEnvironment } from './parse-environment';
 import { readSecretsAndKeys } from './read-secrets';
+import { readTeller } from './read-teller';
 import { readWebsiteNotifications } from './read-website-notifications';
 
 export { ConfigError };
-export type { Config, Environment, LocalSecretKind, LocalSecretSource, PlaidConfig } from './config';
+export type {
+  Config,
+  Environment,
+  LocalSecretKind,
+  LocalSecretSource,
+  PlaidConfig,
+  TellerConfig,
+} from './config';
 
 /**
  * Reads the environment once, against the settings declared in settings/. Outside production, a missing
@@ -25,8 +33,10 @@ export function loadConfig(
   const local = localSecretsIn(dataDir, production, options.localSecrets);
   const secrets = readSecretsAndKeys(settings, production, local);
   const notifications = readWebsiteNotifications(settings, production, local);
+  const teller = readTeller(settings, production);
   const problems = [
     ...secrets.problems,
+    ...teller.problems,
     ...notifications.problems,
     ...(production ? productionProblems(settings) : []),
     ...consistencyProblems(settings),
@@ -39,6 +49,7 @@ export function loadConfig(
     dataDir,
     secrets: { ...secrets.read, tokenHmacKey },
     websiteNotifications: notifications.websiteNotifications,
+    teller: teller.teller,
     localSecrets: local.taken,
   });
 }

@@ -8,7 +8,7 @@ const serviceSettings = {
     schema: z.enum(['development', 'test', 'production']).default('development'),
     description:
       '`development`, `test` or `production`. `production` requires both secrets, both keys, `DATABASE_URL` and Plaid credentials, refuses weak or ' +
-      'unfitting values (see [production rules](#production-rules)), never runs the emulator; real Plaid ' +
+      'unfitting values (see [production rules](#production-rules)), never runs the emulator; real Plaid or Teller ' +
       'requires it',
   }),
   PORT: setting({ schema: portNumber(3000), description: 'HTTP port' }),

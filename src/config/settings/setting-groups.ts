@@ -8,6 +8,7 @@ import { plaid } from './plaid-settings';
 import { secretsAndKeys } from './secret-settings';
 import { service } from './service-settings';
 import { shutdown } from './shutdown-settings';
+import { teller } from './teller-settings';
 import type { SchemaShape, Setting, ValuesOf } from './setting';
 
 /**
@@ -20,6 +21,7 @@ export const SETTING_GROUPS = [
   secretsAndKeys,
   database,
   plaid,
+  teller,
   websiteNotifications,
   metrics,
   limits,

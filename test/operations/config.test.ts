@@ -1,37 +1,17 @@
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, readFileSync, readdirSync, rmSync, statSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readFileSync, readdirSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { ConfigError, loadConfig } from '../../src/config/load-config';
 import { readOrCreateLocalSecret } from 'dev-tools';
 import { exchangeCriticalWindowMs } from '../../src/config/time-budgets';
 import { thrownBy } from 'test-kit';
+import { longSecret, productionEnvironment, randomKey, temporaryFolders } from '../support/configuration';
 
-const key = () => randomBytes(32).toString('base64');
-const longSecret = () => randomBytes(32).toString('hex');
-const dataDirs: string[] = [];
-const freshDataDir = () => {
-  const dir = mkdtempSync(path.join(tmpdir(), 'acs-config-'));
-  dataDirs.push(dir);
-  return dir;
-};
-afterAll(() => dataDirs.forEach((dir) => rmSync(dir, { recursive: true, force: true })));
+const key = randomKey;
+const freshDataDir = temporaryFolders('acs-config-');
 
 function productionEnv(overrides: Record<string, string | undefined> = {}) {
-  return {
-    NODE_ENV: 'production',
-    INTERNAL_SECRET: longSecret(),
-    ADMIN_SECRET: longSecret(),
-    TOKEN_ENCRYPTION_KEY: key(),
-    TOKEN_HMAC_KEY: key(),
-    DATABASE_URL: 'postgresql://app@db.internal:5432/accounts',
-    PLAID_CLIENT_ID: 'client',
-    PLAID_SECRET: 'secret',
-    DATA_DIR: freshDataDir(),
-    // Production makes the operator choose how metrics are protected; these tests choose a token.
-    METRICS_BEARER_TOKEN: longSecret(),
-    ...overrides,
-  };
+  return productionEnvironment(freshDataDir(), overrides);
 }
 
 const problemsOf = (

@@ -1,21 +1,15 @@
 import { execFileSync } from 'node:child_process';
 import { generateKeyPairSync, randomBytes, sign, verify, type KeyObject } from 'node:crypto';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { readOrCreateLocalSecret } from 'dev-tools';
 import { thrownBy } from 'test-kit';
 import { ConfigError, loadConfig, type Environment } from '../../src/config/load-config';
+import { longSecret, productionEnvironment, temporaryFolders } from '../support/configuration';
 
 /** Teller's settings (issue 25): declared in src/config/settings/teller-settings.ts, read by read-teller.ts. */
 
-const dirs: string[] = [];
-const freshDir = () => {
-  const dir = mkdtempSync(path.join(tmpdir(), 'acs-teller-config-'));
-  dirs.push(dir);
-  return dir;
-};
-afterAll(() => dirs.forEach((dir) => rmSync(dir, { recursive: true, force: true })));
+const freshDir = temporaryFolders('acs-teller-config-');
 
 /** A self-signed client certificate and its key, as teller.zip holds them (PEM), made by openssl. */
 function clientCertificate(): { certificate: string; privateKey: string } {
@@ -48,9 +42,6 @@ function signingKey() {
   };
 }
 
-const longSecret = () => randomBytes(32).toString('hex');
-const key = () => randomBytes(32).toString('base64');
-
 let pair: { certificate: string; privateKey: string };
 let otherPair: { certificate: string; privateKey: string };
 beforeAll(() => {
@@ -59,19 +50,7 @@ beforeAll(() => {
 });
 
 function productionEnv(overrides: Environment = {}): Environment {
-  return {
-    NODE_ENV: 'production',
-    INTERNAL_SECRET: longSecret(),
-    ADMIN_SECRET: longSecret(),
-    TOKEN_ENCRYPTION_KEY: key(),
-    TOKEN_HMAC_KEY: key(),
-    DATABASE_URL: 'postgresql://app@db.internal:5432/accounts',
-    PLAID_CLIENT_ID: 'client',
-    PLAID_SECRET: 'secret',
-    DATA_DIR: freshDir(),
-    METRICS_BEARER_TOKEN: longSecret(),
-    ...overrides,
-  };
+  return productionEnvironment(freshDir(), overrides);
 }
 
 /** A complete Teller configuration in its development environment (real banks, so the certificate). */

@@ -295,6 +295,53 @@ describe('the Teller provider wrapper, against the Teller emulator in developmen
     ]);
   });
 
+  it('when Teller answers each documented error, then it is translated to the service’s code (disconnected reasons kept, an unknown one read as disconnected)', async () => {
+    const { accessToken } = teller.connect();
+    const provider = teller.providerWith({ maxAttempts: 1, breakerThreshold: 100 });
+    const cases: [{ status?: number; error?: { code: string } }, string, string][] = [
+      [{ status: 400 }, 'rejected', 'PROVIDER_REJECTED'],
+      [{ status: 401 }, 'rejected', 'PROVIDER_REJECTED'],
+      [{ status: 403 }, 'item_gone', 'NOT_FOUND'],
+      [{ status: 404 }, 'item_gone', 'NOT_FOUND'],
+      [{ error: { code: 'account.closed' } }, 'item_gone', 'NOT_FOUND'],
+      [{ status: 422 }, 'rejected', 'PROVIDER_REJECTED'],
+      [{ status: 500 }, 'failed', 'PROVIDER_ERROR'],
+      [{ status: 502 }, 'failed', 'PROVIDER_ERROR'],
+      [{ status: 503 }, 'unavailable', 'PROVIDER_UNAVAILABLE'],
+      [{ status: 504 }, 'failed', 'PROVIDER_ERROR'],
+      [
+        { error: { code: 'enrollment.disconnected.account_locked' } },
+        'item_login_required',
+        'ITEM_LOGIN_REQUIRED',
+      ],
+      [
+        { error: { code: 'enrollment.disconnected.some_later_reason' } },
+        'item_login_required',
+        'ITEM_LOGIN_REQUIRED',
+      ],
+    ];
+
+    const failureAfter = (fault: (typeof cases)[number][0]) => {
+      teller.emulator.injectFault({ path: '/accounts', ...fault });
+      return failureOf(provider.listAccounts(accessToken));
+    };
+
+    const answers = [];
+    for (const [fault] of cases) {
+      const failure = await failureAfter(fault);
+      answers.push([fault, failure.kind, failure.code]);
+    }
+    const locked = await failureAfter({ error: { code: 'enrollment.disconnected.account_locked' } });
+    const later = await failureAfter({ error: { code: 'enrollment.disconnected.some_later_reason' } });
+
+    expect(answers).toEqual(cases);
+    expect(locked).toMatchObject({ reason: 'disconnected.account_locked', httpStatus: 404 });
+    expect(later).toMatchObject({
+      reason: 'disconnected',
+      errorCode: 'enrollment.disconnected.some_later_reason',
+    });
+  });
+
   it('when Teller answers 429 again and again, then the breaker never opens', async () => {
     const { accessToken } = teller.connect();
     const provider = teller.providerWith({ breakerThreshold: 2, breakerHalfOpenAfterMs: 60_000 });

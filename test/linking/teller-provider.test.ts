@@ -342,6 +342,24 @@ describe('the Teller provider wrapper, against the Teller emulator in developmen
     });
   });
 
+  it('when HTTPS_PROXY is set, then calls still go straight to Teller', async () => {
+    const { accessToken } = teller.connect();
+    const saved = { https: process.env.HTTPS_PROXY, http: process.env.HTTP_PROXY };
+    process.env.HTTPS_PROXY = 'http://127.0.0.1:9';
+    process.env.HTTP_PROXY = 'http://127.0.0.1:9';
+    try {
+      expect(await teller.providerWith({ maxAttempts: 1 }).listAccounts(accessToken)).toHaveLength(3);
+    } finally {
+      for (const [name, value] of [
+        ['HTTPS_PROXY', saved.https],
+        ['HTTP_PROXY', saved.http],
+      ] as const) {
+        if (value === undefined) delete process.env[name];
+        else process.env[name] = value;
+      }
+    }
+  });
+
   it('when Teller answers 429 again and again, then the breaker never opens', async () => {
     const { accessToken } = teller.connect();
     const provider = teller.providerWith({ breakerThreshold: 2, breakerHalfOpenAfterMs: 60_000 });

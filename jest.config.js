@@ -28,6 +28,7 @@ module.exports = {
       moduleNameMapper: {
         '^plaid-emulator$': '<rootDir>/packages/plaid-emulator/src/index.ts',
         '^emulator-kit$': '<rootDir>/packages/emulator-kit/src/index.ts',
+        '^teller-emulator$': '<rootDir>/packages/teller-emulator/src/index.ts',
         '^dev-tools$': '<rootDir>/packages/dev-tools/src/index.ts',
         '^test-kit$': '<rootDir>/packages/test-kit/src/index.ts',
       },

@@ -1,3 +1,7 @@
+// Why this file is long: every metric family of the service is declared here once, with its bounded labels
+// and the narrow method that records it (Plaid's, Teller's, the HTTP server's, the database's…), so that
+// no component touches prom-client and every label value is checked in one place.
+
 import {
   Counter,
   Gauge,
@@ -17,6 +21,8 @@ import {
   type PlaidOperation,
 } from '../vocabulary/plaid-calls';
 import { PLAID_WEBHOOK_CODES, PLAID_WEBHOOK_TYPES } from '../vocabulary/plaid-webhooks';
+import { TELLER_CALLERS, TELLER_CALLS, type TellerCall, type TellerCaller } from '../vocabulary/teller-calls';
+import { TELLER_WEBHOOK_TYPES } from '../vocabulary/teller-webhooks';
 import { RETENTION_TABLES, type RetentionTable } from '../vocabulary/retention-tables';
 import { PROVIDER_FAILURE_KINDS, type ProviderFailureKind } from '../vocabulary/provider-failures';
 
@@ -37,12 +43,18 @@ const toCaller = oneOf(PLAID_CALLERS);
 const toWebhookType = oneOf(PLAID_WEBHOOK_TYPES);
 const toWebhookCode = oneOf(PLAID_WEBHOOK_CODES);
 const toPlaidOutcome = oneOf(['ok', ...PROVIDER_FAILURE_KINDS]);
+const toTellerCall = oneOf(TELLER_CALLS);
+const toTellerCaller = oneOf(TELLER_CALLERS);
+const toTellerWebhookType = oneOf(TELLER_WEBHOOK_TYPES);
 const toStatusCode = (status: number) =>
   Number.isInteger(status) && status >= 100 && status <= 599 ? String(status) : OTHER;
 
 /** Plaid's error codes are upper-case words; at most this many distinct ones are told apart. */
 const MAX_PLAID_ERROR_CODES = 200;
 const PLAID_ERROR_CODE = /^[A-Z][A-Z0-9_]{0,63}$/;
+/** Teller's error codes are lower-case words joined by dots (`enrollment.disconnected.account_locked`). */
+const MAX_TELLER_ERROR_CODES = 100;
+const TELLER_ERROR_CODE = /^[a-z][a-z0-9_.]{0,63}$/;
 
 export type PlaidAttemptOutcome = 'ok' | ProviderFailureKind;
 export type WebhookOutcomeLabel =
@@ -126,7 +138,12 @@ export class ServiceMetrics {
   private readonly retentionFailures;
   private readonly tokenReencryptions;
   private readonly tokenReencryptionBatchFailures;
+  private readonly tellerDuration;
+  private readonly tellerErrors;
+  private readonly tellerBreakerState;
+  private readonly tellerWebhooksReceived;
   private readonly knownPlaidErrorCodes = new Set<string>();
+  private readonly knownTellerErrorCodes = new Set<string>();
   private readonly pools = new Map<string, CountedPool>();
 
   constructor(options: { version: string; processMetrics?: boolean }) {
@@ -169,6 +186,33 @@ export class ServiceMetrics {
       name: 'plaid_webhooks_received_total',
       help: 'Webhooks posted to /webhooks/plaid, by type, code and what became of them.',
       labelNames: ['webhook_type', 'webhook_code', 'outcome'],
+      registers,
+    });
+    this.tellerDuration = new Histogram({
+      name: 'teller_request_duration_seconds',
+      help: 'Each attempt of a call to Teller, by call (method and path) and outcome (ok or the kind of failure).',
+      labelNames: ['call', 'outcome'],
+      buckets: [0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
+      registers,
+    });
+    this.tellerErrors = new Counter({
+      name: 'teller_errors_total',
+      help: "Failed attempts of calls to Teller, by call and Teller's error code (none for timeouts and network errors).",
+      labelNames: ['call', 'code'],
+      registers,
+    });
+    this.tellerBreakerState = new Gauge({
+      name: 'teller_circuit_breaker_state',
+      help: 'Each Teller caller’s circuit breaker: 0 closed, 1 half-open, 2 open (its calls are refused).',
+      labelNames: ['breaker'],
+      registers,
+    });
+    for (const caller of TELLER_CALLERS) this.tellerBreakerState.set({ breaker: caller }, 0);
+    // Declared now, counted by the Teller webhook route when it exists.
+    this.tellerWebhooksReceived = new Counter({
+      name: 'teller_webhooks_received_total',
+      help: 'Webhooks posted to /webhooks/teller, by type and what became of them.',
+      labelNames: ['type', 'outcome'],
       registers,
     });
     this.exchanges = new Counter({
@@ -313,6 +357,28 @@ export class ServiceMetrics {
     this.breakerState.set({ breaker: toCaller(caller) }, BREAKER_STATE_VALUES[state]);
   }
 
+  /** One attempt of a call to Teller; `tellerErrorCode` when it failed (null: a timeout or network error). */
+  observeTellerAttempt(attempt: {
+    call: TellerCall | string;
+    outcome: PlaidAttemptOutcome;
+    seconds: number;
+    tellerErrorCode?: string | null;
+  }): void {
+    const call = toTellerCall(attempt.call);
+    this.tellerDuration.observe({ call, outcome: toPlaidOutcome(attempt.outcome) }, attempt.seconds);
+    if (attempt.outcome !== 'ok') {
+      this.tellerErrors.inc({ call, code: this.boundedTellerErrorCode(attempt.tellerErrorCode ?? null) });
+    }
+  }
+
+  setTellerBreakerState(caller: TellerCaller, state: BreakerState): void {
+    this.tellerBreakerState.set({ breaker: toTellerCaller(caller) }, BREAKER_STATE_VALUES[state]);
+  }
+
+  countTellerWebhook(type: string | undefined, outcome: WebhookOutcomeLabel): void {
+    this.tellerWebhooksReceived.inc({ type: toTellerWebhookType(type), outcome });
+  }
+
   countWebhook(
     webhookType: string | undefined,
     webhookCode: string | undefined,
@@ -379,6 +445,15 @@ export class ServiceMetrics {
     const registry =
       accept?.includes('application/openmetrics-text') === true ? this.openMetricsRegistry : this.registry;
     return { contentType: registry.contentType, body: await registry.metrics() };
+  }
+
+  private boundedTellerErrorCode(code: string | null): string {
+    if (code === null) return 'none';
+    if (!TELLER_ERROR_CODE.test(code)) return OTHER;
+    if (this.knownTellerErrorCodes.has(code)) return code;
+    if (this.knownTellerErrorCodes.size >= MAX_TELLER_ERROR_CODES) return OTHER;
+    this.knownTellerErrorCodes.add(code);
+    return code;
   }
 
   private boundedErrorCode(code: string | null): string {

@@ -1,7 +1,7 @@
 import type { ErrorCode } from '../errors';
 
 /**
- * How a call to the account provider (Plaid) can fail, declared once: the provider wrapper classifies
+ * How a call to an account provider (Plaid, Teller) can fail, declared once: the provider wrapper classifies
  * every failure as one of these, each is answered with one error code, and the endpoints that call the
  * provider declare the codes from this table.
  */

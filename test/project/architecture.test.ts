@@ -274,11 +274,12 @@ describe('the architecture', () => {
     expect(cycles).toEqual([]);
   });
 
-  it('when a package is the SDK of Plaid or the database driver, then only its one floor imports it', () => {
+  it('when a package is the SDK of Plaid, the HTTP client of Teller or the database driver, then only its one floor imports it', () => {
     const importers = (pkg: string) =>
       [...new Set(EDGES.filter((edge) => edge.to === pkg).map((edge) => edge.from))].sort();
 
     expect(importers('plaid')).toEqual(['provider/plaid-provider']);
+    expect(importers('undici')).toEqual(['provider/teller-provider']);
     expect(importers('pg').filter((module) => !['db', 'dev'].includes(floorOf(module)))).toEqual([]);
     expect(importers('express').filter((module) => !['http', 'app'].includes(floorOf(module)))).toEqual([]);
   });

@@ -1,7 +1,7 @@
 /** What the service is configured with, once read and checked (`loadConfig`), and how a problem is reported. */
 
 import type { KeyObject } from 'node:crypto';
-import type { TellerEnvironment } from './settings/teller-settings';
+import type { TellerEnvironment } from '../vocabulary/teller-calls';
 
 /** The secrets and keys that, outside production, are generated in DATA_DIR when not configured. */
 export type LocalSecretKind =

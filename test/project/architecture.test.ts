@@ -91,7 +91,7 @@ const floorOf = (module: string) => module.split('/')[0] as string;
 const MAY_IMPORT: Record<string, readonly string[]> = {
   errors: [],
   vocabulary: ['errors'],
-  config: ['crypto'],
+  config: ['crypto', 'vocabulary'],
   crypto: [],
   observability: ['errors', 'vocabulary'],
   db: ['config', 'errors', 'observability'],

@@ -16,7 +16,9 @@ import {
 } from 'node:fs';
 import path from 'node:path';
 
-x509.cryptoProvider.set(webcrypto);
+// Node's WebCrypto is what @peculiar/x509 documents for Node; typed as the DOM's Crypto its provider expects
+// (one program may hold both: the root's type-check includes the DOM library for its browser test).
+x509.cryptoProvider.set(webcrypto as unknown as Crypto);
 
 /** WebCrypto ECDSA P-256 with SHA-256 for every key and signature of the development PKI. */
 const KEY_ALGORITHM = { name: 'ECDSA', namedCurve: 'P-256', hash: 'SHA-256' } as const;

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { TELLER_ENVIRONMENTS, type TellerEnvironment } from '../../vocabulary/teller-calls';
 import { httpsOnly } from '../config-rules';
 import { commaList, optionalText, portNumber, setting, settingGroup, urlOf, type ValuesOf } from './setting';
 
@@ -7,9 +8,6 @@ import { commaList, optionalText, portNumber, setting, settingGroup, urlOf, type
  * dashboard's `teller.zip`, Connect's token-signing public keys (https://teller.io/docs/guides/connect,
  * "Verifying Enrollment Object Signature") and the webhooks' signing secrets (https://teller.io/docs/api/webhooks).
  */
-
-export const TELLER_ENVIRONMENTS = ['sandbox', 'development', 'production'] as const;
-export type TellerEnvironment = (typeof TELLER_ENVIRONMENTS)[number];
 
 /**
  * Unset is the sandbox: the one environment without real end-user data (Teller requires no client

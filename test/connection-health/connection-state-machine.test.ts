@@ -72,8 +72,8 @@ function connectionIn(status: ConnectionStatus, newAccountsAvailable = false): C
 
 /** One of each signal, with what it carries matching the details above. */
 const SIGNALS = {
-  error_login_required: { kind: 'error', errorCode: 'ITEM_LOGIN_REQUIRED' },
-  error_other: { kind: 'error', errorCode: 'INSTITUTION_DOWN' },
+  error_login_required: { kind: 'error', errorCode: 'ITEM_LOGIN_REQUIRED', needsLogin: true },
+  error_other: { kind: 'error', errorCode: 'INSTITUTION_DOWN', needsLogin: false },
   pending_expiration: { kind: 'pending_expiration', consentExpirationTime: CONSENT_ENDS },
   pending_disconnect: {
     kind: 'pending_disconnect',
@@ -266,6 +266,24 @@ describe('the connection state machine', () => {
       },
     );
 
+    it.each([
+      [true, 'login_required'],
+      [false, 'error'],
+    ] as const)(
+      'when an error of any provider says needsLogin %s, then the connection is %s, whatever its code',
+      (needsLogin, status) => {
+        const signal = {
+          kind: 'error',
+          errorCode: 'enrollment.disconnected.user_action.mfa_required',
+          needsLogin,
+        } as const;
+        expect(transitionOf(connectionIn('good'), signal, OBSERVED_AT)).toMatchObject({
+          kind: 'health_changed',
+          health: { status, errorCode: 'enrollment.disconnected.user_action.mfa_required' },
+        });
+      },
+    );
+
     it('when it was said in the same second as the last state, then it counts as later', () => {
       const sameSecond = new Date(LAST_STATE_AT.getTime() + 999);
       expect(transitionOf(connectionIn('good'), SIGNALS.repaired, sameSecond)).toEqual({ kind: 'unchanged' });
@@ -286,6 +304,11 @@ describe("Plaid's signals", () => {
 
   it.each<[string, PlaidWebhook, ConnectionSignal | undefined]>([
     ['ERROR', item('ERROR', { error: { error_code: 'ITEM_LOGIN_REQUIRED' } }), SIGNALS.error_login_required],
+    [
+      'ERROR of another code',
+      item('ERROR', { error: { error_code: 'INSTITUTION_DOWN' } }),
+      SIGNALS.error_other,
+    ],
     ['ERROR without an error', item('ERROR'), undefined],
     [
       'PENDING_EXPIRATION',

@@ -6,7 +6,11 @@ import type { Connection, ConnectionHealth } from './connection';
  * calls, or by our own look at the Item.
  */
 export type HealthSignal =
-  | { kind: 'error'; errorCode: string }
+  /**
+   * The provider reports an error (its own code). `needsLogin`: the user can repair it by logging in
+   * again through the provider's Link or Connect; which codes mean that is each provider's mapping's.
+   */
+  | { kind: 'error'; errorCode: string; needsLogin: boolean }
   | { kind: 'pending_expiration'; consentExpirationTime: Date | null }
   | { kind: 'pending_disconnect'; reason: string | null; disconnectTime: Date | null }
   | { kind: 'repaired' }
@@ -83,8 +87,7 @@ function healthAfter(
   let next: ConnectionHealth;
   switch (signal.kind) {
     case 'error': {
-      const status: ConnectionStatus =
-        signal.errorCode === 'ITEM_LOGIN_REQUIRED' ? 'login_required' : 'error';
+      const status: ConnectionStatus = signal.needsLogin ? 'login_required' : 'error';
       next = { ...base, ...cleared, status, errorCode: signal.errorCode };
       break;
     }

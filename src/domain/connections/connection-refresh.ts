@@ -11,6 +11,7 @@ import { connectedAccountsOf, eventFieldsOf, type ConnectedAccount } from './con
 import { addNewAccounts, applySignal } from './connection-changes';
 import type { WebsiteNotifications } from './connection-notifications';
 import { callProvider } from './provider-calls';
+import { plaidErrorSignal } from './plaid-signals';
 
 export interface RefreshDependencies {
   pool: Pool;
@@ -54,7 +55,7 @@ export async function refreshStoredConnection(
       client,
       deps.websiteNotifications,
       locked,
-      item.errorCode ? { kind: 'error', errorCode: item.errorCode } : { kind: 'verified_healthy' },
+      item.errorCode ? plaidErrorSignal(item.errorCode) : { kind: 'verified_healthy' },
       { observedAt, source: 'refresh' },
     );
     await recordEvent(client, {
@@ -78,13 +79,10 @@ async function recordItemError(
   await withTransaction(deps.pool, async (client) => {
     const locked = await lockConnection(client, { id: connectionId });
     if (locked) {
-      await applySignal(
-        client,
-        deps.websiteNotifications,
-        locked,
-        { kind: 'error', errorCode },
-        { observedAt, source: 'refresh' },
-      );
+      await applySignal(client, deps.websiteNotifications, locked, plaidErrorSignal(errorCode), {
+        observedAt,
+        source: 'refresh',
+      });
     }
   }).catch((error: unknown) =>
     deps.logger.warn({ err: error }, "could not record the connection's error status"),

@@ -35,6 +35,11 @@ export interface ItemWebhook {
   signal: ConnectionSignal | undefined;
 }
 
+/** A Plaid error code as a signal: only ITEM_LOGIN_REQUIRED is repaired by the user logging in again (Link's update mode). */
+export function plaidErrorSignal(errorCode: string): HealthSignal {
+  return { kind: 'error', errorCode, needsLogin: errorCode === 'ITEM_LOGIN_REQUIRED' };
+}
+
 const dateOrNull = (value: string | null | undefined) => {
   const time = value ? Date.parse(value) : NaN;
   return Number.isNaN(time) ? null : new Date(time);
@@ -53,7 +58,7 @@ export function readPlaidWebhook(webhook: PlaidWebhook): ItemWebhook | undefined
 function signalOfItemCode(webhook: PlaidWebhook): ConnectionSignal | undefined {
   switch (webhook.webhook_code) {
     case 'ERROR':
-      return webhook.error ? { kind: 'error', errorCode: webhook.error.error_code } : undefined;
+      return webhook.error ? plaidErrorSignal(webhook.error.error_code) : undefined;
     case 'PENDING_EXPIRATION':
       return {
         kind: 'pending_expiration',
@@ -89,6 +94,6 @@ export type PlaidView = { errorCode: string; reason: 'item_not_found' | 'item_er
  * disconnection is about the future, so those stay as the webhooks set them.
  */
 export function signalOfItemView(status: ConnectionStatus, view: PlaidView): HealthSignal | undefined {
-  if (view.errorCode !== null) return { kind: 'error', errorCode: view.errorCode };
+  if (view.errorCode !== null) return plaidErrorSignal(view.errorCode);
   return status === 'login_required' || status === 'error' ? { kind: 'repaired' } : undefined;
 }

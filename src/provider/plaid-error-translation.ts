@@ -1,10 +1,5 @@
 import { isAxiosError, type AxiosError } from 'axios';
-import {
-  BrokenCircuitError,
-  type IBackoff,
-  type IBackoffFactory,
-  type IRetryBackoffContext,
-} from 'cockatiel';
+import { BrokenCircuitError } from 'cockatiel';
 import { z } from 'zod';
 import { ProviderError, type NetworkCause, type ProviderFailureKind } from './provider-error';
 
@@ -108,21 +103,4 @@ export function toProviderError(operation: string, error: unknown): ProviderErro
     retryAfterSeconds,
     message: messages[kind] ?? `${operation} failed at the provider with ${errorCode}`,
   });
-}
-
-/** Exponential backoff with full jitter that never waits less than the provider's Retry-After. */
-export class JitteredBackoff implements IBackoffFactory<IRetryBackoffContext<unknown>> {
-  constructor(
-    private readonly baseMs: number,
-    private readonly maxMs: number,
-  ) {}
-
-  next(context: IRetryBackoffContext<unknown>): IBackoff<IRetryBackoffContext<unknown>> {
-    const ceiling = Math.min(this.maxMs, this.baseMs * 2 ** Math.max(0, context.attempt - 1));
-    const jittered = Math.random() * ceiling;
-    const error = 'error' in context.result ? context.result.error : undefined;
-    const retryAfterMs =
-      error instanceof ProviderError && error.retryAfterSeconds ? error.retryAfterSeconds * 1000 : 0;
-    return { duration: Math.min(this.maxMs, Math.max(jittered, retryAfterMs)), next: (c) => this.next(c) };
-  }
 }

@@ -1,20 +1,7 @@
-// Why this file is long: it is the only module that imports the `plaid` client (the wrapper owns it), so every
-// call's retry, breaker, timeout, metrics, span and error translation meets here once; the calls themselves are
-// a few lines each at the end.
-
 import { performance } from 'node:perf_hooks';
-import { SpanStatusCode, trace } from '@opentelemetry/api';
+import { trace } from '@opentelemetry/api';
 import type { AxiosResponse } from 'axios';
-import {
-  BrokenCircuitError,
-  CircuitState,
-  ConsecutiveBreaker,
-  circuitBreaker,
-  handleWhen,
-  retry,
-  wrap,
-  type IPolicy,
-} from 'cockatiel';
+import type { IPolicy } from 'cockatiel';
 import {
   Configuration,
   CountryCode,
@@ -35,10 +22,17 @@ import type {
   ProviderItem,
   WebhookVerificationKey,
 } from './account-provider';
-import { JitteredBackoff, toProviderError } from './plaid-error-translation';
+import {
+  buildCallPolicies,
+  runProviderCall,
+  failureSummary,
+  logBreakerState,
+  type CallPolicyTuning,
+} from './call-policies';
+import { toProviderError } from './plaid-error-translation';
 import { ProviderError } from './provider-error';
 
-export interface PlaidProviderOptions {
+export interface PlaidProviderOptions extends CallPolicyTuning {
   clientId: string;
   secret: string;
   env: 'sandbox' | 'production';
@@ -49,12 +43,6 @@ export interface PlaidProviderOptions {
   language: string;
   webhookUrl?: string | undefined;
   redirectUri?: string | undefined;
-  /** Attempts for calls that are safe to repeat, the first included. */
-  maxAttempts?: number;
-  retryBaseDelayMs?: number;
-  retryMaxDelayMs?: number;
-  breakerThreshold?: number;
-  breakerHalfOpenAfterMs?: number;
   /** Who calls through this client: its breaker, metrics and log lines are named for it. */
   caller?: PlaidCaller;
   /** How many institution names are kept, and how long each; see INSTITUTION_NAMES. */
@@ -62,15 +50,6 @@ export interface PlaidProviderOptions {
   metrics?: Pick<ServiceMetrics, 'observePlaidAttempt' | 'setBreakerState'>;
   logger: Logger;
 }
-
-const BREAKER_STATES: Record<CircuitState, BreakerState> = {
-  [CircuitState.Closed]: 'closed',
-  [CircuitState.HalfOpen]: 'half_open',
-  [CircuitState.Open]: 'open',
-  [CircuitState.Isolated]: 'open',
-};
-
-const tracer = trace.getTracer('account-connection-service');
 
 /**
  * Institution names barely ever change, and a few hundred institutions make most connections: a
@@ -156,18 +135,9 @@ export class PlaidProvider implements AccountProvider {
         },
       }),
     );
-    const providerIsFailing = (error: Error) => error instanceof ProviderError && error.providerIsFailing;
-    const breaker = circuitBreaker(handleWhen(providerIsFailing), {
-      halfOpenAfter: options.breakerHalfOpenAfterMs ?? 30_000,
-      breaker: new ConsecutiveBreaker(options.breakerThreshold ?? 5),
-    });
-    breaker.onStateChange((state) => this.reportBreakerState(BREAKER_STATES[state]));
-    const retries = retry(handleWhen(providerIsFailing), {
-      maxAttempts: (options.maxAttempts ?? 3) - 1,
-      backoff: new JitteredBackoff(options.retryBaseDelayMs ?? 200, options.retryMaxDelayMs ?? 5_000),
-    });
-    this.repeatable = wrap(retries, breaker);
-    this.once = breaker;
+    const policies = buildCallPolicies(options, (state) => this.reportBreakerState(state));
+    this.repeatable = policies.repeatable;
+    this.once = policies.once;
     const names = options.institutionNames ?? INSTITUTION_NAMES;
     this.institutionNames = new LRUCache<string, string>({
       max: names.max,
@@ -180,87 +150,52 @@ export class PlaidProvider implements AccountProvider {
     return this.options.caller ?? 'request';
   }
 
-  /** Opening is a warning (calls are now refused at once), closing good news; both one line each. */
+  /** The breaker's gauge, and its one log line. */
   private reportBreakerState(state: BreakerState): void {
     this.options.metrics?.setBreakerState(this.caller, state);
-    const fields = { breaker: this.caller, state };
-    if (state === 'open') {
-      this.options.logger.warn(
-        { ...fields, half_open_after_ms: this.options.breakerHalfOpenAfterMs ?? 30_000 },
-        `Plaid circuit breaker of ${this.caller} opened: its calls are refused until a trial call succeeds`,
-      );
-    } else if (state === 'closed') {
-      this.options.logger.info(
-        fields,
-        `Plaid circuit breaker of ${this.caller} closed: calls go through again`,
-      );
-    } else {
-      this.options.logger.info(fields, `Plaid circuit breaker of ${this.caller} half-open: one trial call`);
-    }
+    logBreakerState(this.options.logger, 'Plaid', this.caller, state, this.options);
   }
 
   /**
    * One call: its attempts under the policy, each measured and, when it fails, one log line (no stack:
    * Plaid's code says what happened). A span covers the call, with the attempts' HTTP spans inside.
    */
-  private async call<T>(
+  private call<T>(
     operation: PlaidOperation,
     policy: IPolicy,
     schema: z.ZodType<T>,
     send: () => Promise<AxiosResponse<unknown>>,
   ): Promise<T> {
-    return tracer.startActiveSpan(
-      `plaid ${operation}`,
-      { attributes: { 'plaid.operation': operation, 'plaid.caller': this.caller } },
-      async (span) => {
-        let attempts = 0;
-        let lastFailure: ProviderError | undefined;
+    return runProviderCall({
+      spanName: `plaid ${operation}`,
+      prefix: 'plaid',
+      attributes: { 'plaid.operation': operation, 'plaid.caller': this.caller },
+      policy,
+      attempt: async (attempt) => {
+        const started = performance.now();
         try {
-          const data = await policy.execute(async () => {
-            attempts += 1;
-            const started = performance.now();
-            try {
-              const response = await send();
-              const parsed = schema.safeParse(response.data);
-              if (!parsed.success) {
-                throw new ProviderError('invalid_response', operation, {
-                  message: `${operation} answered without the fields the service needs`,
-                });
-              }
-              const requestId = (response.data as { request_id?: unknown }).request_id;
-              this.recordAttempt(operation, attempts, started, {
-                requestId: typeof requestId === 'string' ? requestId : null,
-              });
-              return parsed.data;
-            } catch (error) {
-              lastFailure = toProviderError(operation, error);
-              this.recordAttempt(operation, attempts, started, { failure: lastFailure });
-              throw lastFailure;
-            }
+          const response = await send();
+          const parsed = schema.safeParse(response.data);
+          if (!parsed.success) {
+            throw new ProviderError('invalid_response', operation, {
+              message: `${operation} answered without the fields the service needs`,
+            });
+          }
+          const requestId = (response.data as { request_id?: unknown }).request_id;
+          this.recordAttempt(operation, attempt, started, {
+            requestId: typeof requestId === 'string' ? requestId : null,
           });
-          span.setAttribute('plaid.outcome', 'ok');
-          return data;
+          return parsed.data;
         } catch (error) {
-          // Refused by the breaker after an attempt of this very call failed: that failure is the
-          // answer (a timeout is a 504 even when it is what opened the breaker). Only a call refused
-          // before it reached Plaid is "unavailable".
-          const failure =
-            error instanceof BrokenCircuitError && lastFailure
-              ? lastFailure
-              : toProviderError(operation, error);
-          span.setAttributes({
-            'plaid.outcome': failure.kind,
-            ...(failure.errorCode ? { 'plaid.error_code': failure.errorCode } : {}),
-            ...(failure.providerRequestId ? { 'plaid.request_id': failure.providerRequestId } : {}),
-          });
-          span.setStatus({ code: SpanStatusCode.ERROR, message: failure.code });
+          const failure = toProviderError(operation, error);
+          this.recordAttempt(operation, attempt, started, { failure });
           throw failure;
-        } finally {
-          span.setAttribute('plaid.attempts', attempts);
-          span.end();
         }
       },
-    );
+      toFailure: (error) => toProviderError(operation, error),
+      failureAttributes: (failure) =>
+        failure.providerRequestId ? { 'plaid.request_id': failure.providerRequestId } : undefined,
+    });
   }
 
   private recordAttempt(
@@ -310,7 +245,7 @@ export class PlaidProvider implements AccountProvider {
             }
           : {}),
       },
-      `Plaid call failed: ${operation} ${failure.errorCode ?? (failure.kind === 'timeout' ? null : network?.code) ?? failure.kind}`,
+      `Plaid call failed: ${operation} ${failureSummary(failure)}`,
     );
   }
 

@@ -1,19 +1,5 @@
-// Why this file is long: it is the only module that imports `undici` (the HTTP client Teller is reached
-// with, mTLS included), so every call's retry, breaker, timeout, metrics, span and error translation meets
-// here once, as plaid-provider.ts does for Plaid; the calls themselves are a few lines each at the end.
-
 import { performance } from 'node:perf_hooks';
-import { SpanStatusCode, trace } from '@opentelemetry/api';
-import {
-  BrokenCircuitError,
-  CircuitState,
-  ConsecutiveBreaker,
-  circuitBreaker,
-  handleWhen,
-  retry,
-  wrap,
-  type IPolicy,
-} from 'cockatiel';
+import type { IPolicy } from 'cockatiel';
 import { Agent, request } from 'undici';
 import { z } from 'zod';
 import type { Logger } from '../observability/logger';
@@ -21,7 +7,13 @@ import type { BreakerState, ServiceMetrics } from '../observability/metrics';
 import type { BankAccount } from '../vocabulary/bank-account';
 import type { TellerCall, TellerCaller, TellerEnvironment } from '../vocabulary/teller-calls';
 import type { TellerDisconnectReason } from '../vocabulary/teller-webhooks';
-import { JitteredBackoff } from './plaid-error-translation';
+import {
+  buildCallPolicies,
+  runProviderCall,
+  failureSummary,
+  logBreakerState,
+  type CallPolicyTuning,
+} from './call-policies';
 import { ProviderError } from './provider-error';
 import {
   EnrollmentDisconnectedError,
@@ -41,7 +33,7 @@ import {
  * No `Teller-Version` header is sent: neither the pages above nor the emulator ask for one, and without it
  * Teller answers with the application's own API version.
  */
-export interface TellerProviderOptions {
+export interface TellerProviderOptions extends CallPolicyTuning {
   /** `https://api.teller.io`, or the emulator's URL. */
   baseUrl: string;
   environment: TellerEnvironment;
@@ -51,12 +43,6 @@ export interface TellerProviderOptions {
   /** Extra CA certificates to trust (PEM): the emulator's development CA; Teller itself needs none. */
   caPem?: string | undefined;
   timeoutMs: number;
-  /** Attempts for calls that are safe to repeat, the first included. */
-  maxAttempts?: number;
-  retryBaseDelayMs?: number;
-  retryMaxDelayMs?: number;
-  breakerThreshold?: number;
-  breakerHalfOpenAfterMs?: number;
   /** Who calls through this client: its breaker, and its log lines, are named for it. */
   caller?: TellerCaller;
   metrics?: Pick<ServiceMetrics, 'observeTellerAttempt' | 'setTellerBreakerState'>;
@@ -77,15 +63,6 @@ export interface TellerAccount extends BankAccount {
 export type EnrollmentCheck =
   | { state: 'healthy'; accounts: TellerAccount[] }
   | { state: 'disconnected'; reason: TellerDisconnectReason; errorCode: string };
-
-const BREAKER_STATES: Record<CircuitState, BreakerState> = {
-  [CircuitState.Closed]: 'closed',
-  [CircuitState.HalfOpen]: 'half_open',
-  [CircuitState.Open]: 'open',
-  [CircuitState.Isolated]: 'open',
-};
-
-const tracer = trace.getTracer('account-connection-service');
 
 const MAX_RESPONSE_BYTES = 1024 * 1024;
 const ID = z.string().min(1).max(256);
@@ -136,18 +113,9 @@ export class TellerProvider {
       bodyTimeout: options.timeoutMs,
       maxResponseSize: MAX_RESPONSE_BYTES,
     });
-    const providerIsFailing = (error: Error) => error instanceof ProviderError && error.providerIsFailing;
-    const breaker = circuitBreaker(handleWhen(providerIsFailing), {
-      halfOpenAfter: options.breakerHalfOpenAfterMs ?? 30_000,
-      breaker: new ConsecutiveBreaker(options.breakerThreshold ?? 5),
-    });
-    breaker.onStateChange((state) => this.reportBreakerState(BREAKER_STATES[state]));
-    const retries = retry(handleWhen(providerIsFailing), {
-      maxAttempts: (options.maxAttempts ?? 3) - 1,
-      backoff: new JitteredBackoff(options.retryBaseDelayMs ?? 200, options.retryMaxDelayMs ?? 5_000),
-    });
+    const policies = buildCallPolicies(options, (state) => this.reportBreakerState(state));
     // Every Teller call this service makes is a read or a delete: each is safe to repeat.
-    this.repeatable = wrap(retries, breaker);
+    this.repeatable = policies.repeatable;
   }
 
   private get caller(): TellerCaller {
@@ -159,23 +127,10 @@ export class TellerProvider {
     await this.agent.close();
   }
 
-  /** Opening is a warning (calls are now refused at once), closing good news; both one line each. */
+  /** The breaker's gauge, and its one log line. */
   private reportBreakerState(state: BreakerState): void {
     this.options.metrics?.setTellerBreakerState(this.caller, state);
-    const fields = { breaker: this.caller, state };
-    if (state === 'open') {
-      this.options.logger.warn(
-        { ...fields, half_open_after_ms: this.options.breakerHalfOpenAfterMs ?? 30_000 },
-        `Teller circuit breaker of ${this.caller} opened: its calls are refused until a trial call succeeds`,
-      );
-    } else if (state === 'closed') {
-      this.options.logger.info(
-        fields,
-        `Teller circuit breaker of ${this.caller} closed: calls go through again`,
-      );
-    } else {
-      this.options.logger.info(fields, `Teller circuit breaker of ${this.caller} half-open: one trial call`);
-    }
+    logBreakerState(this.options.logger, 'Teller', this.caller, state, this.options);
   }
 
   /** One HTTP exchange with Teller: a 2xx answers its JSON body (undefined for 204), else it throws. */
@@ -223,57 +178,32 @@ export class TellerProvider {
    * One call: its attempts under the policy, each measured and, when it fails, one log line. A span
    * covers the call.
    */
-  private async call<T>(
-    operation: TellerCall,
-    schema: z.ZodType<T>,
-    send: () => Promise<unknown>,
-  ): Promise<T> {
-    return tracer.startActiveSpan(
-      `teller ${operation}`,
-      { attributes: { 'teller.call': operation, 'teller.caller': this.caller } },
-      async (span) => {
-        let attempts = 0;
-        let lastFailure: ProviderError | undefined;
+  private call<T>(operation: TellerCall, schema: z.ZodType<T>, send: () => Promise<unknown>): Promise<T> {
+    const toFailure = (error: unknown) => toTellerProviderError(operation, error, this.origin.hostname);
+    return runProviderCall({
+      spanName: `teller ${operation}`,
+      prefix: 'teller',
+      attributes: { 'teller.call': operation, 'teller.caller': this.caller },
+      policy: this.repeatable,
+      attempt: async (attempt) => {
+        const started = performance.now();
         try {
-          const data = await this.repeatable.execute(async () => {
-            attempts += 1;
-            const started = performance.now();
-            try {
-              const parsed = schema.safeParse(await send());
-              if (!parsed.success) {
-                throw new ProviderError('invalid_response', operation, {
-                  message: `${operation} answered without the fields the service needs`,
-                });
-              }
-              this.recordAttempt(operation, attempts, started, null);
-              return parsed.data;
-            } catch (error) {
-              lastFailure = toTellerProviderError(operation, error, this.origin.hostname);
-              this.recordAttempt(operation, attempts, started, lastFailure);
-              throw lastFailure;
-            }
-          });
-          span.setAttribute('teller.outcome', 'ok');
-          return data;
+          const parsed = schema.safeParse(await send());
+          if (!parsed.success) {
+            throw new ProviderError('invalid_response', operation, {
+              message: `${operation} answered without the fields the service needs`,
+            });
+          }
+          this.recordAttempt(operation, attempt, started, null);
+          return parsed.data;
         } catch (error) {
-          // As for Plaid: refused by the breaker after an attempt of this very call failed, that failure
-          // is the answer; only a call refused before it reached Teller is "unavailable".
-          const failure =
-            error instanceof BrokenCircuitError && lastFailure
-              ? lastFailure
-              : toTellerProviderError(operation, error, this.origin.hostname);
-          span.setAttributes({
-            'teller.outcome': failure.kind,
-            ...(failure.errorCode ? { 'teller.error_code': failure.errorCode } : {}),
-          });
-          span.setStatus({ code: SpanStatusCode.ERROR, message: failure.code });
+          const failure = toFailure(error);
+          this.recordAttempt(operation, attempt, started, failure);
           throw failure;
-        } finally {
-          span.setAttribute('teller.attempts', attempts);
-          span.end();
         }
       },
-    );
+      toFailure,
+    });
   }
 
   private recordAttempt(
@@ -311,7 +241,7 @@ export class TellerProvider {
             }
           : {}),
       },
-      `Teller call failed: ${operation} ${failure.errorCode ?? (failure.kind === 'timeout' ? null : network?.code) ?? failure.kind}`,
+      `Teller call failed: ${operation} ${failureSummary(failure)}`,
     );
   }
 

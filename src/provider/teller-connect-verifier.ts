@@ -1,4 +1,4 @@
-import { createPublicKey, verify, type KeyObject } from 'node:crypto';
+import { verify, type KeyObject } from 'node:crypto';
 
 /**
  * Teller Connect's `signatures` check (https://teller.io/docs/guides/connect, "Verifying Enrollment Object
@@ -7,8 +7,7 @@ import { createPublicKey, verify, type KeyObject } from 'node:crypto';
  * Ed25519 and verified with the application's Token Signing Key from Teller's dashboard; the list may hold
  * several "to account for situations when we need to rotate our private keys". The service configures
  * several public keys too (its own rotation). As the Teller emulator's README assumes (assumptions 1 and
- * 2): plain Ed25519 over the UTF-8 message (it hashes internally), each signature standard base64, each
- * key the raw 32-byte public key in base64 (an SPKI PEM is accepted as well). Pure: no I/O.
+ * 2): plain Ed25519 over the UTF-8 message (it hashes internally), each signature standard base64. Pure: no I/O.
  */
 
 export const CONNECT_VERIFICATION_FAILURES = ['no_signatures', 'malformed', 'bad_signature'] as const;
@@ -45,7 +44,6 @@ export interface TellerConnectVerifier {
 /** At most this many signatures are tried: Teller sends one per signing key, two during a rotation. */
 const MAX_SIGNATURES = 8;
 const ED25519_SIGNATURE_BYTES = 64;
-const ED25519_KEY_BYTES = 32;
 const BASE64 = /^[A-Za-z0-9+/]+={0,2}$/;
 
 /** The message Connect signs, as the page describes it. */
@@ -55,28 +53,15 @@ export function connectSignedMessage(
   return [fields.nonce, fields.accessToken, fields.userId, fields.enrollmentId, fields.environment].join('.');
 }
 
-/** A configured token-signing key: raw base64 (Teller's dashboard) or an SPKI PEM. Throws when it is neither. */
-export function parseTokenSigningKey(text: string): KeyObject {
-  const trimmed = text.trim();
-  if (trimmed.startsWith('-----BEGIN')) {
-    const key = createPublicKey(trimmed);
-    if (key.asymmetricKeyType !== 'ed25519') throw new Error('a token-signing key must be Ed25519');
-    return key;
-  }
-  const raw = BASE64.test(trimmed) ? Buffer.from(trimmed, 'base64') : Buffer.alloc(0);
-  if (raw.length !== ED25519_KEY_BYTES) {
-    throw new Error('a token-signing key must be 32 bytes in base64 (or an SPKI PEM)');
-  }
-  return createPublicKey({
-    key: { kty: 'OKP', crv: 'Ed25519', x: raw.toString('base64url') },
-    format: 'jwk',
-  });
-}
-
-/** `keys`: the configured token-signing public keys, the current first; at least one. */
-export function createTellerConnectVerifier(keys: readonly string[]): TellerConnectVerifier {
+/**
+ * `keys`: the configured token-signing public keys, the current first; at least one, each Ed25519. The
+ * configuration decodes them from TELLER_TOKEN_SIGNING_KEYS (config/read-teller.ts), once.
+ */
+export function createTellerConnectVerifier(keys: readonly KeyObject[]): TellerConnectVerifier {
   if (keys.length === 0) throw new Error('Teller Connect verification needs at least one token-signing key');
-  const publicKeys = keys.map(parseTokenSigningKey);
+  if (keys.some((key) => key.type !== 'public' || key.asymmetricKeyType !== 'ed25519')) {
+    throw new Error('a token-signing key must be an Ed25519 public key');
+  }
   return {
     verify(enrollment) {
       const signatures = enrollment.signatures ?? [];
@@ -94,7 +79,7 @@ export function createTellerConnectVerifier(keys: readonly string[]): TellerConn
       }
       const message = Buffer.from(connectSignedMessage(enrollment), 'utf8');
       const verified = decoded.some((bytes) =>
-        publicKeys.some((key) => verify(null, message, key, bytes as Buffer)),
+        keys.some((key) => verify(null, message, key, bytes as Buffer)),
       );
       if (!verified) {
         throw new ConnectVerificationError(

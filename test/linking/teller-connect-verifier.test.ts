@@ -1,6 +1,7 @@
-import { generateKeyPairSync, sign } from 'node:crypto';
+import { createPublicKey, generateKeyPairSync, sign } from 'node:crypto';
 import { connectSignatureMessage } from 'teller-emulator';
 import { thrownBy } from 'test-kit';
+import { decodeSigningKey } from '../../src/config/read-teller';
 import {
   ConnectVerificationError,
   connectSignedMessage,
@@ -10,6 +11,17 @@ import {
 import { startTellerEmulator, type TellerFixture } from '../support/teller';
 
 const refusalOf = (verify: () => void) => thrownBy(verify, ConnectVerificationError);
+
+/** A verifier over keys as TELLER_TOKEN_SIGNING_KEYS gives them: decoded by the configuration. */
+function verifierOf(...configured: string[]) {
+  return createTellerConnectVerifier(
+    configured.map((text) => {
+      const key = decodeSigningKey(text);
+      if (!key) throw new Error(`the configuration refuses the key ${text}`);
+      return key;
+    }),
+  );
+}
 
 /** A key of no one Teller knows: what a forger would sign with. */
 function strangerKey(): { publicKey: string; signMessage: (message: string) => string } {
@@ -57,15 +69,15 @@ describe('Teller Connect’s signatures, as the Teller emulator signs them', () 
     expect(connectSignedMessage(fields)).toBe(`${nonce}.token_a.usr_b.enr_c.sandbox`);
   });
 
-  it('when Connect’s payload is untouched, then it verifies with the emulator’s token-signing key, raw or PEM', () => {
+  it('when Connect’s payload is untouched, then it verifies with the emulator’s token-signing key, as configured or from its PEM', () => {
     const { key, pem } = teller.emulator.tokenSigningKey();
 
-    expect(() => createTellerConnectVerifier([key]).verify(enrollmentOf())).not.toThrow();
-    expect(() => createTellerConnectVerifier([pem]).verify(enrollmentOf())).not.toThrow();
+    expect(() => verifierOf(key).verify(enrollmentOf())).not.toThrow();
+    expect(() => createTellerConnectVerifier([createPublicKey(pem)]).verify(enrollmentOf())).not.toThrow();
   });
 
   it('when any signed field was changed, then bad_signature', () => {
-    const verifier = createTellerConnectVerifier([teller.emulator.tokenSigningKey().key]);
+    const verifier = verifierOf(teller.emulator.tokenSigningKey().key);
     const other = teller.connect({ nonce });
 
     const changes: Partial<ConnectEnrollment>[] = [
@@ -81,7 +93,7 @@ describe('Teller Connect’s signatures, as the Teller emulator signs them', () 
   });
 
   it('when a signature is tampered with, then bad_signature', () => {
-    const verifier = createTellerConnectVerifier([teller.emulator.tokenSigningKey().key]);
+    const verifier = verifierOf(teller.emulator.tokenSigningKey().key);
     const enrollment = enrollmentOf();
     const bytes = Buffer.from(enrollment.signatures![0]!, 'base64');
     bytes[10] = bytes[10]! ^ 0x01;
@@ -97,9 +109,9 @@ describe('Teller Connect’s signatures, as the Teller emulator signs them', () 
     const stranger = strangerKey();
     const enrollment = enrollmentOf();
 
-    const wrongKey = refusalOf(() => createTellerConnectVerifier([stranger.publicKey]).verify(enrollment));
+    const wrongKey = refusalOf(() => verifierOf(stranger.publicKey).verify(enrollment));
     const forged = refusalOf(() =>
-      createTellerConnectVerifier([teller.emulator.tokenSigningKey().key]).verify({
+      verifierOf(teller.emulator.tokenSigningKey().key).verify({
         ...enrollment,
         signatures: [stranger.signMessage(connectSignedMessage(enrollment))],
       }),
@@ -118,16 +130,14 @@ describe('Teller Connect’s signatures, as the Teller emulator signs them', () 
 
     expect(previous?.key).toBe(before);
     expect(enrollment.signatures).toHaveLength(2);
-    expect(() => createTellerConnectVerifier([before]).verify(enrollment)).not.toThrow();
-    expect(() => createTellerConnectVerifier([current!.key]).verify(enrollment)).not.toThrow();
-    expect(() => createTellerConnectVerifier([before, current!.key]).verify(afterRetirement)).not.toThrow();
-    expect(refusalOf(() => createTellerConnectVerifier([before]).verify(afterRetirement)).reason).toBe(
-      'bad_signature',
-    );
+    expect(() => verifierOf(before).verify(enrollment)).not.toThrow();
+    expect(() => verifierOf(current!.key).verify(enrollment)).not.toThrow();
+    expect(() => verifierOf(before, current!.key).verify(afterRetirement)).not.toThrow();
+    expect(refusalOf(() => verifierOf(before).verify(afterRetirement)).reason).toBe('bad_signature');
   });
 
   it('when the payload carries no signatures, or ones that are not Ed25519 signatures, then it is refused as such', () => {
-    const verifier = createTellerConnectVerifier([teller.emulator.tokenSigningKey().key]);
+    const verifier = verifierOf(teller.emulator.tokenSigningKey().key);
 
     expect(refusalOf(() => verifier.verify(enrollmentOf({ signatures: undefined }))).reason).toBe(
       'no_signatures',
@@ -143,11 +153,9 @@ describe('Teller Connect’s signatures, as the Teller emulator signs them', () 
 
   it('when a configured key is not an Ed25519 public key, then the verifier is not built', () => {
     expect(() => createTellerConnectVerifier([])).toThrow(/at least one/);
-    expect(() => createTellerConnectVerifier(['c2hvcnQ='])).toThrow(/32 bytes/);
-    const rsa = generateKeyPairSync('rsa', { modulusLength: 2048 }).publicKey.export({
-      format: 'pem',
-      type: 'spki',
-    });
-    expect(() => createTellerConnectVerifier([rsa.toString()])).toThrow(/Ed25519/);
+    // A key of the wrong length never gets this far: the configuration refuses it (teller-config.test.ts).
+    expect(decodeSigningKey('c2hvcnQ=')).toBeUndefined();
+    const rsa = generateKeyPairSync('rsa', { modulusLength: 2048 }).publicKey;
+    expect(() => createTellerConnectVerifier([rsa])).toThrow(/Ed25519/);
   });
 });

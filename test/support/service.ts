@@ -206,7 +206,7 @@ export const validationProblem = (errors: { field: string; message: unknown }[])
 
 /** Rows of a table as plain objects, for asserting what the database holds. */
 export async function rowsOf(
-  context: ServiceContext,
+  context: Pick<ServiceContext, 'deps'>,
   sql: string,
   values: unknown[] = [],
 ): Promise<Record<string, unknown>[]> {

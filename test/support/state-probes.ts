@@ -8,15 +8,12 @@ import { rowsOf, type ServiceContext } from './service';
 type Probed = Pick<ServiceContext, 'deps'>;
 type Row = Record<string, unknown>;
 
-const read = (context: Probed, sql: string, values: unknown[] = []): Promise<Row[]> =>
-  rowsOf(context as ServiceContext, sql, values);
-
 const countOf = async (context: Probed, sql: string): Promise<number> =>
-  (await read(context, sql))[0]!.n as number;
+  (await rowsOf(context, sql))[0]!.n as number;
 
 /** The user's stored connections, oldest first: their Item ids and statuses. */
 export const connectionsOfUser = (context: Probed, subscriptionUserId: string): Promise<Row[]> =>
-  read(
+  rowsOf(
     context,
     `SELECT provider_item_id, status FROM connections WHERE subscription_user_id = $1 ORDER BY id`,
     [subscriptionUserId],
@@ -24,7 +21,7 @@ export const connectionsOfUser = (context: Probed, subscriptionUserId: string): 
 
 /** The provider account ids a user has stored, sorted: what a removal left behind. */
 export async function accountIdsOf(context: Probed, subscriptionUserId: string): Promise<string[]> {
-  const rows = await read(
+  const rows = await rowsOf(
     context,
     `SELECT a.provider_account_id FROM accounts a JOIN connections c ON c.id = a.connection_id
       WHERE c.subscription_user_id = $1 ORDER BY a.provider_account_id`,
@@ -35,23 +32,25 @@ export async function accountIdsOf(context: Probed, subscriptionUserId: string):
 
 /** Which of these provider account ids are still stored. */
 export const storedAccountsAmong = (context: Probed, providerAccountIds: string[]): Promise<Row[]> =>
-  read(context, `SELECT provider_account_id FROM accounts WHERE provider_account_id = ANY($1) ORDER BY 1`, [
+  rowsOf(context, `SELECT provider_account_id FROM accounts WHERE provider_account_id = ANY($1) ORDER BY 1`, [
     providerAccountIds,
   ]);
 
 /** The states of the user's exchanges (claimed, exchanged, stored…), oldest first. */
 export const exchangeStatesOfUser = (context: Probed, subscriptionUserId: string): Promise<Row[]> =>
-  read(context, `SELECT state FROM exchanges WHERE subscription_user_id = $1 ORDER BY claimed_at`, [
+  rowsOf(context, `SELECT state FROM exchanges WHERE subscription_user_id = $1 ORDER BY claimed_at`, [
     subscriptionUserId,
   ]);
 
 /** The states of the removals queued for an Item (the outbox), oldest first. */
 export const removalStatesOfItem = (context: Probed, providerItemId: string): Promise<Row[]> =>
-  read(context, `SELECT state FROM outbox WHERE provider_item_id = $1 ORDER BY id`, [providerItemId]);
+  rowsOf(context, `SELECT state FROM outbox WHERE provider_item_id = $1 ORDER BY id`, [providerItemId]);
 
 /** The removals queued for an Item, with why each was queued, oldest first. */
 export const removalsOfItem = (context: Probed, providerItemId: string): Promise<Row[]> =>
-  read(context, `SELECT reason, state FROM outbox WHERE provider_item_id = $1 ORDER BY id`, [providerItemId]);
+  rowsOf(context, `SELECT reason, state FROM outbox WHERE provider_item_id = $1 ORDER BY id`, [
+    providerItemId,
+  ]);
 
 /** How many removals the outbox holds, in any state. */
 export const removalCount = (context: Probed): Promise<number> =>
@@ -63,8 +62,10 @@ export const eventCount = (context: Probed): Promise<number> =>
 
 /** The kinds of the user's events, in the order they were written. */
 export const eventKindsOfUser = (context: Probed, subscriptionUserId: string): Promise<Row[]> =>
-  read(context, `SELECT kind FROM events WHERE subscription_user_id = $1 ORDER BY id`, [subscriptionUserId]);
+  rowsOf(context, `SELECT kind FROM events WHERE subscription_user_id = $1 ORDER BY id`, [
+    subscriptionUserId,
+  ]);
 
 /** Every rate-limit bucket and the points it holds, by key. */
 export const rateLimitBuckets = (context: Probed): Promise<Row[]> =>
-  read(context, `SELECT key, points FROM rate_limits ORDER BY key`);
+  rowsOf(context, `SELECT key, points FROM rate_limits ORDER BY key`);

@@ -10,15 +10,13 @@ import {
   type ReadTellerSettings,
 } from './settings/teller-settings';
 
-/** The Teller variables that mean Teller is being configured (the emulator's port is not one of them). */
-const CONFIGURING = [
-  'TELLER_ENVIRONMENT',
-  'TELLER_CERTIFICATE',
-  'TELLER_PRIVATE_KEY',
-  'TELLER_TOKEN_SIGNING_KEYS',
-  'TELLER_WEBHOOK_SIGNING_SECRETS',
-  'TELLER_BASE_URL',
-] as const;
+/**
+ * The Teller variables that mean Teller is being configured: every one the group declares but the switch
+ * itself and the emulator's port.
+ */
+const CONFIGURING = (Object.keys(teller.settings) as (keyof typeof teller.settings)[]).filter(
+  (name) => name !== 'TELLER_APPLICATION_ID' && name !== 'TELLER_EMULATOR_PORT',
+);
 
 const ED25519_RAW_BYTES = 32;
 /** An Ed25519 SubjectPublicKeyInfo in DER: a 12-byte header and the 32-byte key. */

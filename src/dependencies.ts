@@ -17,16 +17,23 @@ import { WebsiteNotificationHandler } from './jobs/website-notification-handler'
 import type { Logger } from './observability/logger';
 import { ServiceMetrics } from './observability/metrics';
 import { PlaidProvider, type PlaidProviderOptions } from './provider/plaid-provider';
+import { createTellerConnectVerifier } from './provider/teller-connect-verifier';
+import { TellerProvider } from './provider/teller-provider';
 import { createWebhookVerifier } from './provider/webhook-verifier';
 import type { UseCaseDependencies } from './use-cases/use-case-dependencies';
 import { buildUseCases, type UseCaseParts, type UseCases } from './use-cases/use-cases';
 import type { PlaidCaller } from './vocabulary/plaid-calls';
+import type { TellerCaller } from './vocabulary/teller-calls';
+import type { TellerConfig } from './config/config';
 
 /** What the process holds: its pools, its provider, its background jobs, and every use case. */
 export interface Dependencies
   extends
     UseCases,
-    Pick<UseCaseParts, 'pool' | 'adminPool' | 'asyncCommitPool' | 'provider' | 'vault' | 'perUserLimits'> {
+    Pick<
+      UseCaseParts,
+      'pool' | 'adminPool' | 'asyncCommitPool' | 'provider' | 'teller' | 'vault' | 'perUserLimits'
+    > {
   /**
    * The worker that finishes what committed changes queued: Item removals at the provider, notifications
    * to the website. start() it; closeDependencies() stops it before the pools close.
@@ -38,6 +45,8 @@ export interface Dependencies
   metrics: ServiceMetrics | undefined;
   /** The gauges read from the database; the metrics listener refreshes them before a scrape. */
   databaseGauges: DatabaseGauges | undefined;
+  /** Every Teller client built (one per caller); closeDependencies() closes their connections. */
+  tellerClients: TellerProvider[];
 }
 
 /**
@@ -51,6 +60,11 @@ export interface DependencyOverrides extends Pick<
 > {
   databaseUrl: string;
   plaid: { clientId: string; secret: string; baseUrl?: string | undefined; webhookUrl?: string | undefined };
+  /**
+   * Teller as configured, or the built-in emulator's (bootstrap/teller-connection.ts); `caPem` is the
+   * emulator's development CA. Undefined: Teller is off.
+   */
+  teller?: { teller: TellerConfig; caPem?: string | undefined } | undefined;
   providerTuning?: Partial<
     Pick<
       PlaidProviderOptions,
@@ -133,6 +147,39 @@ export function buildDependencies(
     });
   const provider = plaidProvider('request');
   const webhookKeyProvider = plaidProvider('webhook_keys');
+  const tellerClients: TellerProvider[] = [];
+  const tellerSettings = overrides.teller;
+  // As for Plaid, each caller has a client and a breaker of its own.
+  const tellerProvider = (caller: TellerCaller) => {
+    if (!tellerSettings) return undefined;
+    const { teller, caPem } = tellerSettings;
+    const client = new TellerProvider({
+      baseUrl: teller.baseUrl,
+      environment: teller.environment,
+      certificatePem: teller.certificate,
+      privateKeyPem: teller.privateKey,
+      caPem,
+      timeoutMs: config.plaid.timeoutMs,
+      ...overrides.providerTuning,
+      caller,
+      metrics,
+      logger: logger.child({ component: 'teller' }),
+    });
+    tellerClients.push(client);
+    return client;
+  };
+  const tellerRequests = tellerProvider('request');
+  const teller =
+    tellerSettings && tellerRequests
+      ? {
+          provider: tellerRequests,
+          connect: {
+            applicationId: tellerSettings.teller.applicationId,
+            environment: tellerSettings.teller.environment,
+          },
+          connectVerifier: createTellerConnectVerifier(tellerSettings.teller.tokenSigningKeys),
+        }
+      : undefined;
   const vault = new TokenVault(config.tokenEncryptionKeys, config.tokenHmacKey);
   const outboxLogger = logger.child({ component: 'outbox' });
   const notifications = config.websiteNotifications;
@@ -165,6 +212,7 @@ export function buildDependencies(
     adminPool,
     asyncCommitPool,
     provider,
+    teller,
     vault,
     removalDelivery: {
       deliverSoon: (outboxId, waitMs) => outbox.deliverSoon('provider_item_remove', outboxId, waitMs),
@@ -186,6 +234,8 @@ export function buildDependencies(
       logger: logger.child({ component: 'webhook-verifier' }),
     }),
     reconciliationProvider: plaidProvider('reconciliation'),
+    tellerReconciliationProvider: tellerProvider('reconciliation'),
+    tellerWebhookSecrets: tellerSettings?.teller.webhookSecrets,
     reconciliation: config.reconciliation,
     tokenReencryption: config.tokenReencryption,
     admin: {
@@ -202,12 +252,14 @@ export function buildDependencies(
     adminPool,
     asyncCommitPool,
     provider,
+    teller,
     vault,
     outbox,
     retention,
     perUserLimits,
     metrics,
     databaseGauges,
+    tellerClients,
     ...useCases,
   };
 }
@@ -236,6 +288,11 @@ const CLOSING_STEPS: readonly ClosingStep[] = [
   },
   { waitingFor: 'the outbox worker', failure: 'outbox stop failed', close: (deps) => deps.outbox.stop() },
   { waitingFor: 'the retention', failure: 'retention stop failed', close: (deps) => deps.retention.stop() },
+  {
+    waitingFor: 'the Teller clients',
+    failure: 'Teller client close failed',
+    close: (deps) => Promise.all(deps.tellerClients.map((client) => client.close())),
+  },
 ];
 
 const POOLS_STEP = 'the database pools to close';
@@ -276,6 +333,8 @@ export function toAppDependencies(config: Config, logger: Logger, deps: Dependen
     adminPool: _admin,
     asyncCommitPool: _async,
     provider: _provider,
+    teller: _teller,
+    tellerClients: _tellerClients,
     vault: _vault,
     outbox: _outbox,
     retention: _retention,

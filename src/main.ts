@@ -98,7 +98,7 @@ async function main(): Promise<void> {
       );
       void flushLogs(logger, EXIT_FLUSH_MS).finally(() => process.exit(1));
     }, config.shutdownDeadlineMs);
-    const { server, metricsServer, deps, closeEmulator, ownDatabase } = running;
+    const { server, metricsServer, deps, closeEmulator, closeTellerEmulator, ownDatabase } = running;
     // /readyz answers 503 from now on, while requests are still served: the load balancer stops
     // routing here before the listener goes away.
     logger.info({ reason, grace_ms: config.shutdownGraceMs }, 'shutting down: no longer ready');
@@ -120,6 +120,7 @@ async function main(): Promise<void> {
       });
     }
     await step('the built-in Plaid emulator to close', async () => closeEmulator?.());
+    await step('the built-in Teller emulator to close', async () => closeTellerEmulator?.());
     await step('the embedded PostgreSQL to stop', async () =>
       ownDatabase
         ?.stop()
@@ -214,6 +215,7 @@ async function closeListener(
 interface Running {
   ownDatabase?: OwnDatabase;
   closeEmulator?: () => Promise<void>;
+  closeTellerEmulator?: () => Promise<void>;
   deps?: Dependencies;
   server?: Server;
   metricsServer?: Server;
@@ -228,6 +230,7 @@ async function start(
 ): Promise<void> {
   const { openServiceDatabase } = await import('./bootstrap/service-database.js');
   const { connectPlaid } = await import('./bootstrap/plaid-connection.js');
+  const { connectTeller } = await import('./bootstrap/teller-connection.js');
   const { buildDependencies, toAppDependencies } = await import('./dependencies.js');
   const { createApp } = await import('./app.js');
   const { listen, listenOn, PortInUseError } = await import('./http/server.js');
@@ -238,7 +241,10 @@ async function start(
 
   const plaid = await connectPlaid(config, logger);
   running.closeEmulator = plaid.close;
+  const teller = await connectTeller(config, logger);
+  running.closeTellerEmulator = teller?.close;
   const deps = buildDependencies(config, logger, {
+    teller,
     databaseUrl,
     plaid: {
       clientId: plaid.clientId,

@@ -5,7 +5,7 @@ import { declareKeysetList } from './filtered-query';
 import type { Queryable } from './queryable';
 
 /** The columns of a connection, named as the domain's `Connection` names them: the row read as one. */
-const RECORD_COLUMNS = `c.id, c.subscription_user_id AS "subscriptionUserId", c.app_name AS "appName",
+const RECORD_COLUMNS = `c.id, c.subscription_user_id AS "subscriptionUserId", c.app_name AS "appName", c.provider,
   c.provider_item_id AS "itemId", c.institution_id AS "institutionId", c.institution_name AS "institutionName",
   c.access_token_ciphertext AS "accessTokenCiphertext", c.status, c.error_code AS "errorCode",
   c.consent_expiration_time AS "consentExpirationTime", c.disconnect_reason AS "disconnectReason",

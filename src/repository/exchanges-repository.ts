@@ -6,6 +6,7 @@ import type { BankAccount } from '../vocabulary/bank-account';
 import { accountColumns } from './accounts-repository';
 import type { NewConnection } from './connections-repository';
 import type { EventRecord } from './events-repository';
+import { DEFAULT_PROVIDER, type ProviderName } from '../vocabulary/providers';
 import type { Queryable } from './queryable';
 import { countInWindow, type RateLimitCount, type RateLimitSpent } from './rate-limits-repository';
 
@@ -44,16 +45,26 @@ export async function claimExchange(
     subscriptionUserId: string;
     appName: string;
     staleAfterSeconds: number;
+    /** Whose token this is; a request that names none is Plaid's. */
+    provider?: ProviderName;
   },
 ): Promise<ExchangeClaim | undefined> {
   const { rowCount } = await db.query(
-    `INSERT INTO exchanges (public_token_fingerprint, subscription_user_id, app_name, state, claim_id)
-     VALUES ($1, $2, $3, 'claimed', $5)
+    `INSERT INTO exchanges (public_token_fingerprint, subscription_user_id, app_name, state, claim_id, provider)
+     VALUES ($1, $2, $3, 'claimed', $5, $6)
      ON CONFLICT (public_token_fingerprint) DO UPDATE
        SET subscription_user_id = EXCLUDED.subscription_user_id, app_name = EXCLUDED.app_name,
            claim_id = EXCLUDED.claim_id, claimed_at = now(), updated_at = now()
-       WHERE exchanges.state = 'claimed' AND exchanges.updated_at < now() - make_interval(secs => $4)`,
-    [claim.fingerprint, claim.subscriptionUserId, claim.appName, claim.staleAfterSeconds, claim.claimId],
+       WHERE exchanges.state = 'claimed' AND exchanges.updated_at < now() - make_interval(secs => $4)
+         AND exchanges.provider = EXCLUDED.provider`,
+    [
+      claim.fingerprint,
+      claim.subscriptionUserId,
+      claim.appName,
+      claim.staleAfterSeconds,
+      claim.claimId,
+      claim.provider ?? DEFAULT_PROVIDER,
+    ],
   );
   return rowCount === 1 ? { fingerprint: claim.fingerprint, claimId: claim.claimId } : undefined;
 }
@@ -90,6 +101,8 @@ export async function claimUnseenExchange(
     resumeAfterSeconds: number;
     count: RateLimitCount | undefined;
     duplicateOf: { institutionId: string; accountsSignature: string } | undefined;
+    /** Whose token this is; a request that names none is Plaid's. */
+    provider?: ProviderName;
   },
 ): Promise<ClaimAttempt> {
   const { count, duplicateOf } = attempt;
@@ -126,8 +139,8 @@ export async function claimUnseenExchange(
         WHERE $12::text IS NOT NULL AND subscription_user_id = $2 AND institution_id = $12
           AND accounts_signature = $13
      ), claimed AS (
-       INSERT INTO exchanges (public_token_fingerprint, subscription_user_id, app_name, state, claim_id)
-       SELECT $1, $2, $3, 'claimed', $4
+       INSERT INTO exchanges (public_token_fingerprint, subscription_user_id, app_name, state, claim_id, provider)
+       SELECT $1, $2, $3, 'claimed', $4, $15
         WHERE NOT EXISTS (SELECT FROM existing)
           AND ($6::varchar IS NULL OR EXISTS (SELECT FROM user_counter WHERE points <= $7))
           AND ($6::varchar IS NULL OR $8::varchar IS NULL OR EXISTS (SELECT FROM total_counter WHERE points <= $9))
@@ -156,6 +169,7 @@ export async function claimUnseenExchange(
       duplicateOf?.institutionId ?? null,
       duplicateOf?.accountsSignature ?? null,
       attempt.resumeAfterSeconds,
+      attempt.provider ?? DEFAULT_PROVIDER,
     ],
   });
   const row = rows[0]!;
@@ -278,12 +292,19 @@ export async function recordExchangedToken(
 export async function takeOverExchangedToken(
   db: Queryable,
   takeOver: { fingerprint: Buffer; claimId: string; subscriptionUserId: string; staleAfterSeconds: number },
-): Promise<{ claim: ExchangeClaim; providerItemId: string; accessTokenCiphertext: string } | undefined> {
-  const { rows } = await db.query<{ provider_item_id: string; access_token_ciphertext: string }>(
+): Promise<
+  | { claim: ExchangeClaim; providerItemId: string; accessTokenCiphertext: string; provider: ProviderName }
+  | undefined
+> {
+  const { rows } = await db.query<{
+    provider_item_id: string;
+    access_token_ciphertext: string;
+    provider: ProviderName;
+  }>(
     `UPDATE exchanges SET claim_id = $2, claimed_at = now(), updated_at = now()
       WHERE public_token_fingerprint = $1 AND state = 'exchanged' AND subscription_user_id = $3
         AND updated_at < now() - make_interval(secs => $4)
-     RETURNING provider_item_id, access_token_ciphertext`,
+     RETURNING provider_item_id, access_token_ciphertext, provider`,
     [takeOver.fingerprint, takeOver.claimId, takeOver.subscriptionUserId, takeOver.staleAfterSeconds],
   );
   const row = rows[0];
@@ -292,6 +313,7 @@ export async function takeOverExchangedToken(
     claim: { fingerprint: takeOver.fingerprint, claimId: takeOver.claimId },
     providerItemId: row.provider_item_id,
     accessTokenCiphertext: row.access_token_ciphertext,
+    provider: row.provider,
   };
 }
 
@@ -367,25 +389,26 @@ export async function storeExchangedConnection(
               access_token_ciphertext = NULL, updated_at = now()
         WHERE public_token_fingerprint = $1 AND claim_id = $2 AND state = 'exchanged'
           AND NOT (SELECT removal_pending OR user_removed FROM locked)
-       RETURNING connection_id
+       RETURNING connection_id, provider
      ), refused AS (
        UPDATE exchanges
           SET state = 'abandoned', failure_code = 'USER_REMOVED', access_token_ciphertext = NULL,
               updated_at = now()
         WHERE public_token_fingerprint = $1 AND claim_id = $2 AND state = 'exchanged'
           AND (SELECT user_removed FROM locked)
-       RETURNING 1
+       RETURNING provider
      ), queued AS (
-       INSERT INTO outbox (kind, reason, provider_item_id, access_token_ciphertext, subscription_user_id)
-       SELECT 'provider_item_remove', 'user_removed', $5, $8, $3 FROM refused, locked
+       INSERT INTO outbox (kind, reason, provider_item_id, access_token_ciphertext, subscription_user_id,
+                           provider)
+       SELECT 'provider_item_remove', 'user_removed', $5, $8, $3, refused.provider FROM refused, locked
         WHERE NOT locked.removal_pending AND NOT locked.item_stored
        RETURNING id
      ), new_connection AS (
        INSERT INTO connections (id, subscription_user_id, app_name, provider_item_id, institution_id,
                                 institution_name, access_token_ciphertext, access_token_fingerprint,
-                                accounts_signature)
+                                accounts_signature, provider)
        OVERRIDING SYSTEM VALUE
-       SELECT connection_id, $3, $4, $5, $6, $7, $8, $9, $10 FROM finished
+       SELECT connection_id, $3, $4, $5, $6, $7, $8, $9, $10, provider FROM finished
        RETURNING id
      ), new_accounts AS (
        INSERT INTO accounts (connection_id, provider_account_id, name, official_name, mask, type, subtype)
@@ -437,15 +460,16 @@ export async function enqueueAbandonedExchanges(db: Queryable, olderThanSeconds:
           SET state = 'abandoned', access_token_ciphertext = NULL, updated_at = now(),
               failure_code = CASE WHEN old.user_removed THEN 'USER_REMOVED' ELSE 'EXCHANGE_FAILED' END
          FROM (SELECT public_token_fingerprint, provider_item_id, access_token_ciphertext, subscription_user_id,
-                      user_removed_at IS NOT NULL AS user_removed
+                      provider, user_removed_at IS NOT NULL AS user_removed
                  FROM exchanges
                 WHERE state = 'exchanged' AND updated_at < now() - make_interval(secs => $1)
                 FOR UPDATE SKIP LOCKED) old
         WHERE e.public_token_fingerprint = old.public_token_fingerprint
-        RETURNING old.provider_item_id, old.access_token_ciphertext, old.subscription_user_id, old.user_removed)
-     INSERT INTO outbox (kind, reason, provider_item_id, access_token_ciphertext, subscription_user_id)
+        RETURNING old.provider_item_id, old.access_token_ciphertext, old.subscription_user_id, old.provider,
+                  old.user_removed)
+     INSERT INTO outbox (kind, reason, provider_item_id, access_token_ciphertext, subscription_user_id, provider)
      SELECT 'provider_item_remove', CASE WHEN user_removed THEN 'user_removed' ELSE 'exchange_abandoned' END,
-            provider_item_id, access_token_ciphertext, subscription_user_id
+            provider_item_id, access_token_ciphertext, subscription_user_id, provider
        FROM abandoned
       -- An update-mode public token names an Item a connection already holds: that Item stays.
       WHERE NOT EXISTS (SELECT 1 FROM connections c WHERE c.provider_item_id = abandoned.provider_item_id)`,

@@ -1,5 +1,6 @@
 import type { NotificationType } from '../vocabulary/notification-types';
 import type { RemovalReason } from '../vocabulary/removal-reasons';
+import type { ProviderName } from '../vocabulary/providers';
 import type { Queryable } from './queryable';
 
 /**
@@ -19,6 +20,8 @@ export interface OutboxLease {
   /** Attempts since the retry schedule last started (a redelivery restarts it). */
   attemptsInSchedule: number;
   itemId: string;
+  /** Whose Item (a Teller enrollment, for Teller) a removal is of; 'plaid' for a notification. */
+  provider: ProviderName;
   accessTokenCiphertext: string | null;
   webhookId: string | null;
   body: string | null;
@@ -32,16 +35,18 @@ export async function enqueueItemRemoval(
     providerItemId: string;
     accessTokenCiphertext: string;
     subscriptionUserId?: string | undefined;
+    provider: ProviderName;
   },
 ): Promise<string> {
   const { rows } = await db.query<{ id: string }>(
-    `INSERT INTO outbox (kind, reason, provider_item_id, access_token_ciphertext, subscription_user_id)
-     VALUES ('provider_item_remove', $1, $2, $3, $4) RETURNING id`,
+    `INSERT INTO outbox (kind, reason, provider_item_id, access_token_ciphertext, subscription_user_id, provider)
+     VALUES ('provider_item_remove', $1, $2, $3, $4, $5) RETURNING id`,
     [
       removal.reason,
       removal.providerItemId,
       removal.accessTokenCiphertext,
       removal.subscriptionUserId ?? null,
+      removal.provider,
     ],
   );
   return (rows[0] as { id: string }).id;
@@ -90,7 +95,7 @@ export async function leaseDueRows(
          LIMIT $2
          FOR UPDATE SKIP LOCKED)
       RETURNING id, kind, attempts, attempts - retry_from_attempt AS "attemptsInSchedule",
-                provider_item_id AS "itemId", access_token_ciphertext AS "accessTokenCiphertext",
+                provider_item_id AS "itemId", provider, access_token_ciphertext AS "accessTokenCiphertext",
                 webhook_id AS "webhookId", body, created_at AS "createdAt"`,
     [options.kind, options.limit, options.leaseSeconds, options.id ?? null],
   );

@@ -5,6 +5,9 @@ import type { PerUserLimits } from '../domain/per-user-limits';
 import type { Logger } from '../observability/logger';
 import type { ServiceMetrics } from '../observability/metrics';
 import type { AccountProvider } from '../provider/account-provider';
+import type { TellerConnectVerifier } from '../provider/teller-connect-verifier';
+import type { TellerProvider } from '../provider/teller-provider';
+import type { TellerEnvironment } from '../vocabulary/teller-calls';
 
 /** Seams for tests that must stop at an exact point: a database outage, a race window. */
 export interface UseCaseHooks {
@@ -34,10 +37,22 @@ export interface RemovalDelivery {
   wake(): void;
 }
 
+/**
+ * Teller, when it is on: its client for requests, what a website's page opens Teller Connect with, and
+ * what checks Connect's signed answer.
+ */
+export interface TellerAccess {
+  provider: TellerProvider;
+  connect: { applicationId: string; environment: TellerEnvironment };
+  connectVerifier: TellerConnectVerifier;
+}
+
 /** What the use cases share: the database, the provider, the token vault, the removal worker, the limits. */
 export interface UseCaseDependencies {
   pool: Pool;
   provider: AccountProvider;
+  /** Undefined while Teller is off (no TELLER_APPLICATION_ID in production). */
+  teller?: TellerAccess | undefined;
   vault: TokenVault;
   removalDelivery: RemovalDelivery;
   /** Notifications to the website: recorded with each change, delivered soon after its commit. */

@@ -1,6 +1,7 @@
 import { deriveListCursorKey } from '../crypto/admin-cursor';
 import type { Pool } from '../db/pool';
 import type { AccountProvider } from '../provider/account-provider';
+import type { TellerProvider } from '../provider/teller-provider';
 import type { WebhookVerifier } from '../provider/webhook-verifier';
 
 import { AdminStats } from './admin-stats';
@@ -35,6 +36,10 @@ export interface UseCaseParts extends UseCaseDependencies {
   webhookVerifier: WebhookVerifier;
   /** A provider of its own: a run during a Plaid outage must not open the breaker on users' calls. */
   reconciliationProvider: AccountProvider;
+  /** Teller's, likewise, while Teller is on. */
+  tellerReconciliationProvider?: TellerProvider | undefined;
+  /** The secrets `Teller-Signature` may be made with (TELLER_WEBHOOK_SIGNING_SECRETS), while Teller is on. */
+  tellerWebhookSecrets?: readonly string[] | undefined;
   reconciliation: Pick<ReconciliationDependencies, 'concurrency' | 'requestsPerSecond'>;
   tokenReencryption: Pick<TokenReencryptionDependencies, 'batchSize'>;
   /** `cursorKey` signs the accounts list's cursors; every other list derives a key of its own from it. */

@@ -56,6 +56,7 @@ function connectionIn(status: ConnectionStatus, newAccountsAvailable = false): C
     id: '1',
     subscriptionUserId: 'user-1',
     appName: 'web',
+    provider: 'plaid',
     itemId: 'item-1',
     institutionId: 'ins_1',
     institutionName: 'First Bank',

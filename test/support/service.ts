@@ -15,6 +15,8 @@ import {
   type DependencyOverrides,
 } from '../../src/dependencies';
 import { PlaidEmulator } from 'plaid-emulator';
+import { TellerEmulator } from 'teller-emulator';
+import { createPublicKey } from 'node:crypto';
 import { createLogger } from '../../src/observability/logger';
 import { behindPooler, createTestDatabase, type TestDatabase } from './database';
 
@@ -22,6 +24,10 @@ export const INTERNAL_SECRET = `internal-${randomBytes(16).toString('hex')}`;
 export const ROTATED_INTERNAL_SECRET = `internal-next-${randomBytes(16).toString('hex')}`;
 export const ADMIN_SECRET = `admin-${randomBytes(16).toString('hex')}`;
 export const PLAID_SECRET = `plaid-${randomBytes(16).toString('hex')}`;
+/** What the tests' Teller emulator signs its webhooks with, and the service verifies them with. */
+export const TELLER_WEBHOOK_SECRET = `teller-${randomBytes(16).toString('hex')}`;
+/** The application id the tests' services open Teller Connect with. */
+export const TELLER_APPLICATION_ID = 'app_test_service';
 
 export const asWebsite = { 'X-Internal-Secret': INTERNAL_SECRET };
 export const asAdmin = { 'X-Internal-Secret': ADMIN_SECRET };
@@ -53,6 +59,8 @@ export interface ServiceContext {
   deps: Dependencies;
   config: Config;
   emulator: PlaidEmulator;
+  /** The Teller emulator (development environment, HTTPS, client certificate), when `teller` was asked for. */
+  teller: TellerEmulator | undefined;
   database: TestDatabase;
   env: Record<string, string>;
   /** Every log line the service wrote, as raw JSON text. */
@@ -69,6 +77,12 @@ export interface ServiceOptions extends Pick<
   /** Reuse a database and a "Plaid" (a restart of the service); they are then left to their owner. */
   database?: TestDatabase;
   emulator?: PlaidEmulator;
+  /**
+   * Teller on, against a Teller emulator in its `development` environment (HTTPS with its CA, the client
+   * certificate required), its token-signing key trusted and its webhooks signed with
+   * TELLER_WEBHOOK_SECRET; `true` starts one, an emulator given is reused and left to its owner.
+   */
+  teller?: true | TellerEmulator;
 }
 
 /** The real service: its own database, the emulator on a real port, the real SDK, real HTTP. */
@@ -79,6 +93,17 @@ export async function startService(options: ServiceOptions = {}): Promise<Servic
   const emulatorUrl = options.emulator ? emulator.url : await emulator.listen(0);
   const env = testEnvironment(options.env);
   const config = loadConfig(env);
+  const teller =
+    options.teller === undefined
+      ? undefined
+      : options.teller === true
+        ? new TellerEmulator({
+            dataDir: env.DATA_DIR!,
+            environment: 'development',
+            webhook: { url: null, secrets: [TELLER_WEBHOOK_SECRET] },
+          })
+        : options.teller;
+  const tellerUrl = teller && (options.teller === true ? await teller.listen(0) : teller.url);
   const logs: string[] = [];
   const logger = createLogger({
     level: config.logLevel,
@@ -92,6 +117,21 @@ export async function startService(options: ServiceOptions = {}): Promise<Servic
   const deps = buildDependencies(config, logger, {
     databaseUrl: database.url,
     plaid: { clientId: 'test-client', secret: PLAID_SECRET, baseUrl: emulatorUrl },
+    teller:
+      teller && tellerUrl
+        ? {
+            teller: {
+              applicationId: TELLER_APPLICATION_ID,
+              environment: 'development',
+              certificate: teller.credentials.clientCertificatePem,
+              privateKey: teller.credentials.clientKeyPem,
+              tokenSigningKeys: teller.tokenSigningKeys().map((key) => createPublicKey(key.pem)),
+              webhookSecrets: [TELLER_WEBHOOK_SECRET],
+              baseUrl: tellerUrl,
+            },
+            caPem: teller.credentials.caCertificatePem,
+          }
+        : undefined,
     providerTuning: { retryBaseDelayMs: 10, retryMaxDelayMs: 50, ...options.providerTuning },
     hooks: options.hooks,
     poolMax: options.poolMax,
@@ -106,12 +146,14 @@ export async function startService(options: ServiceOptions = {}): Promise<Servic
     deps,
     config,
     emulator,
+    teller,
     database,
     env,
     logs,
     close: async () => {
       const failures = await closeDependencies(deps, logger);
       if (!options.emulator) await emulator.close();
+      if (options.teller === true) await teller?.close();
       if (!options.database) await database.drop();
       rmSync(env.DATA_DIR!, { recursive: true, force: true });
       // What did not close fails the test's teardown, once the rest is cleaned up.

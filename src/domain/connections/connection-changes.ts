@@ -11,6 +11,7 @@ import { enqueueItemRemoval } from '../../repository/outbox-repository';
 import type { BankAccount } from '../../vocabulary/bank-account';
 import type { NotifiedRemovalReason, StatusChangeSource } from '../../vocabulary/notification-types';
 import type { RemovalReason } from '../../vocabulary/removal-reasons';
+import type { ProviderName } from '../../vocabulary/providers';
 import { eventFieldsOf, type Connection, type ConnectionHealth } from './connection';
 import { transitionOf, type ConnectionSignal, type Transition } from './connection-health';
 import { notifyWebsite, type WebsiteNotifications } from './connection-notifications';
@@ -49,7 +50,13 @@ const WHOLE_CONNECTION_REMOVAL_REASON: Record<EndedBy, RemovalReason> = {
  */
 export async function queueRemovalOfUnstoredItem(
   client: PoolClient,
-  item: { itemId: string; accessTokenCiphertext: string; reason: RemovalReason; subscriptionUserId: string },
+  item: {
+    itemId: string;
+    accessTokenCiphertext: string;
+    reason: RemovalReason;
+    subscriptionUserId: string;
+    provider: ProviderName;
+  },
 ): Promise<string | undefined> {
   await lockItem(client, item.itemId);
   if (await findConnection(client, { itemId: item.itemId })) return undefined;
@@ -58,6 +65,7 @@ export async function queueRemovalOfUnstoredItem(
     providerItemId: item.itemId,
     accessTokenCiphertext: item.accessTokenCiphertext,
     subscriptionUserId: item.subscriptionUserId,
+    provider: item.provider,
   });
 }
 
@@ -128,6 +136,7 @@ async function deleteAndQueueItemRemoval(
     providerItemId: connection.itemId,
     accessTokenCiphertext: connection.accessTokenCiphertext,
     subscriptionUserId: connection.subscriptionUserId,
+    provider: connection.provider,
   });
   await recordEvent(client, {
     ...eventFieldsOf(connection),

@@ -1,6 +1,7 @@
 import type { EventRecord } from '../../repository/events-repository';
 import type { BankAccount } from '../../vocabulary/bank-account';
 import type { ConnectionStatus } from '../../vocabulary/connection-statuses';
+import type { ProviderName } from '../../vocabulary/providers';
 
 /**
  * A user's connection to one bank: who owns it, its Item and token, and what the provider last said of
@@ -10,7 +11,9 @@ export interface Connection {
   id: string;
   subscriptionUserId: string;
   appName: string;
-  /** The provider's id of the connection: Plaid's `item_id`. */
+  /** The aggregator holding it. */
+  provider: ProviderName;
+  /** The provider's id of the connection: Plaid's `item_id`, Teller's enrollment id. */
   itemId: string;
   institutionId: string;
   institutionName: string;

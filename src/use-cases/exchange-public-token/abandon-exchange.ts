@@ -43,6 +43,7 @@ export async function abandonExchange(
         accessTokenCiphertext: exchanged.ciphertext,
         reason: failure.failureCode === 'DUPLICATE_INSTITUTION' ? 'duplicate_refused' : 'exchange_failed',
         subscriptionUserId: failure.input.subscriptionUserId,
+        provider: exchanged.provider,
       });
       // A stored connection holds this Item (a public token from update mode): it is never removed.
       if (id === undefined) return undefined;

@@ -1,5 +1,7 @@
 /** What every step of an exchange works with: the request, and the Item the provider made. */
 
+import type { ProviderName } from '../../vocabulary/providers';
+
 export interface LinkMetadata {
   institution?: { institution_id?: string | null } | null;
   accounts?: { mask?: string | null; subtype?: string | null; name?: string | null }[] | null;
@@ -14,6 +16,8 @@ export interface ExchangeInput {
 
 /** The Item the provider answered with, its access token, and that token sealed for storage. */
 export interface ExchangedItem {
+  /** Whose Item (Teller's enrollment) it is: its removal, should the exchange fail, goes there. */
+  provider: ProviderName;
   accessToken: string;
   itemId: string;
   ciphertext: string;

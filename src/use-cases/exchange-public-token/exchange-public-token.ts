@@ -177,6 +177,7 @@ export class PublicTokenExchange {
       'resuming an exchange whose holder stopped after storing its access token',
     );
     const exchanged = {
+      provider: taken.provider,
       itemId,
       accessToken: vault.decrypt(taken.accessTokenCiphertext, itemId),
       ciphertext: taken.accessTokenCiphertext,

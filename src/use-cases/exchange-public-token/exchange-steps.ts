@@ -111,6 +111,7 @@ async function exchangeAtProvider(
     );
     return {
       ...exchanged,
+      provider: 'plaid',
       ciphertext: deps.vault.encrypt(exchanged.accessToken, exchanged.itemId),
       heldSince,
     };

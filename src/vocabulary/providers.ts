@@ -1,0 +1,11 @@
+/**
+ * The aggregators a connection can be held by, declared once: the database's CHECK constraints
+ * (migrations/1764054000000_connection-providers.sql), the request schemas, the answers, the admin filters
+ * and the metrics' labels are built from, or checked against, this list. A request that names no provider
+ * is a Plaid request.
+ */
+export const PROVIDERS = ['plaid', 'teller'] as const;
+
+export type ProviderName = (typeof PROVIDERS)[number];
+
+export const DEFAULT_PROVIDER: ProviderName = 'plaid';

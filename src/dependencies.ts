@@ -184,7 +184,12 @@ export function buildDependencies(
   const outboxLogger = logger.child({ component: 'outbox' });
   const notifications = config.websiteNotifications;
   const handlers: OutboxHandler[] = [
-    new ItemRemovalHandler(plaidProvider('outbox'), vault, outboxLogger, config.outbox),
+    new ItemRemovalHandler(
+      { plaid: plaidProvider('outbox'), teller: tellerProvider('outbox') },
+      vault,
+      outboxLogger,
+      config.outbox,
+    ),
   ];
   if (notifications.url) {
     handlers.push(

@@ -2,6 +2,7 @@ import type { TokenVault } from '../crypto/token-vault';
 import type { Logger } from '../observability/logger';
 import type { AccountProvider } from '../provider/account-provider';
 import { ProviderError } from '../provider/provider-error';
+import type { TellerProvider } from '../provider/teller-provider';
 import type { OutboxLease } from '../repository/outbox-repository';
 import type { AttemptOutcome, OutboxHandler, RowState } from './outbox-worker';
 
@@ -26,10 +27,22 @@ export function retryDelaySeconds(attempts: number, maxBackoffSeconds: number): 
   return Math.max(1, Math.floor(Math.random() * ceiling));
 }
 
+/** The clients removals are made with: Plaid's, and Teller's while Teller is on. */
+export interface RemovalProviders {
+  plaid: AccountProvider;
+  teller: Pick<TellerProvider, 'revokeEnrollment'> | undefined;
+}
+
+/** A queued Teller revocation while Teller is off: retried (and kept) until Teller is configured again. */
+class ProviderNotConfiguredError extends Error {
+  override readonly name = 'ProviderNotConfiguredError';
+}
+
 /**
- * The provider-side half of removals that already committed locally: `/item/remove` until the provider
- * confirms, or says the Item is already gone. `last_error` keeps Plaid's own code and message; an
- * attempt its breaker refused (Plaid was not asked) keeps the cause it had.
+ * The provider-side half of removals that already committed locally, until the provider confirms, or
+ * says the Item is already gone: Plaid's `/item/remove`, or Teller's `DELETE /accounts`, which revokes the
+ * enrollment (https://teller.io/docs/api/accounts, "Delete Accounts"). `last_error` keeps the provider's
+ * own code and message; an attempt its breaker refused (the provider was not asked) keeps the cause it had.
  */
 export class ItemRemovalHandler implements OutboxHandler {
   readonly kind = 'provider_item_remove' as const;
@@ -39,7 +52,7 @@ export class ItemRemovalHandler implements OutboxHandler {
   readonly concurrency = 4;
 
   constructor(
-    private readonly provider: AccountProvider,
+    private readonly providers: RemovalProviders,
     private readonly vault: TokenVault,
     private readonly logger: Logger,
     private readonly settings: ItemRemovalSettings,
@@ -51,7 +64,18 @@ export class ItemRemovalHandler implements OutboxHandler {
   async attempt(lease: OutboxLease): Promise<AttemptOutcome> {
     try {
       if (lease.accessTokenCiphertext === null) throw new Error('a pending removal without its token');
-      await this.provider.removeItem(this.vault.decrypt(lease.accessTokenCiphertext, lease.itemId));
+      const accessToken = this.vault.decrypt(lease.accessTokenCiphertext, lease.itemId);
+      if (lease.provider === 'teller') {
+        const { teller } = this.providers;
+        if (!teller) {
+          throw new ProviderNotConfiguredError(
+            'a Teller enrollment is queued for revocation but Teller is not configured (TELLER_APPLICATION_ID)',
+          );
+        }
+        await teller.revokeEnrollment(accessToken);
+      } else {
+        await this.providers.plaid.removeItem(accessToken);
+      }
       return { done: true };
     } catch (error) {
       if (error instanceof ProviderError && error.kind === 'item_gone') return { done: true, status: 404 };
@@ -72,7 +96,12 @@ export class ItemRemovalHandler implements OutboxHandler {
   }
 
   report(lease: OutboxLease, outcome: AttemptOutcome, state: RowState): void {
-    const log = this.logger.child({ outbox_id: lease.id, item_id: lease.itemId, attempt: lease.attempts });
+    const log = this.logger.child({
+      outbox_id: lease.id,
+      item_id: lease.itemId,
+      provider: lease.provider,
+      attempt: lease.attempts,
+    });
     if (outcome.done) {
       const message =
         outcome.status === 404 ? 'Item was already gone at the provider' : 'Item removed at the provider';

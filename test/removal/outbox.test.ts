@@ -186,10 +186,15 @@ describe('the removal outbox retry horizon', () => {
       service.deps.pool,
       slowLogger,
       [
-        new ItemRemovalHandler(service.deps.provider, service.deps.vault, slowLogger, {
-          ...service.config.outbox,
-          leaseSeconds: 1,
-        }),
+        new ItemRemovalHandler(
+          { plaid: service.deps.provider, teller: undefined },
+          service.deps.vault,
+          slowLogger,
+          {
+            ...service.config.outbox,
+            leaseSeconds: 1,
+          },
+        ),
       ],
       { pollIntervalMs: service.config.outbox.pollIntervalMs, housekeep: () => Promise.resolve() },
     );

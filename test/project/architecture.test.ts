@@ -192,7 +192,7 @@ describe('the architecture', () => {
       EDGES.filter((edge) => floorOf(edge.from) === 'bootstrap' && WORKSPACE_PACKAGES.includes(edge.to))
         .map((edge) => edge.to)
         .sort(),
-    ).toEqual(['dev-tools', 'dev-tools', 'plaid-emulator']);
+    ).toEqual(['dev-tools', 'dev-tools', 'plaid-emulator', 'teller-emulator']);
   });
 
   it('when a workspace package imports, then nothing outside its own folder but packages', () => {

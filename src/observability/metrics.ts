@@ -134,6 +134,7 @@ export class ServiceMetrics {
   private readonly oldestPendingNotification;
   private readonly notificationDeliveries;
   private readonly databaseReadFailures;
+  private readonly databaseReachable;
   private readonly retentionPruned;
   private readonly retentionFailures;
   private readonly tokenReencryptions;
@@ -291,6 +292,12 @@ export class ServiceMetrics {
       help: 'Reads of the database figures that failed or timed out; the gauges kept their last values.',
       registers,
     });
+    // Read by scrapes, so it says the database is gone even when no request comes to fail on it.
+    this.databaseReachable = new Gauge({
+      name: 'database_reachable',
+      help: "1 when this instance's last read of the database figures (at most every 15 s, at a scrape) was answered within its timeout, 0 when it failed or timed out.",
+      registers,
+    });
     this.tokenReencryptions = new Counter({
       name: 'token_reencryptions_total',
       help: 'Stored tokens a re-encryption run read: re-encrypted under the first key, deferred (changed or busy at the write; tried again), or unreadable (no configured key opens it).',
@@ -409,6 +416,7 @@ export class ServiceMetrics {
     this.notifications.set({ state: 'pending' }, figures.notifications.pending);
     this.notifications.set({ state: 'failed' }, figures.notifications.dead);
     this.oldestPendingNotification.set(figures.notifications.oldestPendingAgeSeconds);
+    this.databaseReachable.set(1);
   }
 
   countNotificationDelivery(outcome: NotificationDeliveryOutcome): void {
@@ -425,6 +433,7 @@ export class ServiceMetrics {
 
   countDatabaseReadFailure(): void {
     this.databaseReadFailures.inc();
+    this.databaseReachable.set(0);
   }
 
   countTokenReencryptions(outcome: TokenReencryptionOutcome, count: number): void {

@@ -54,20 +54,27 @@ describe('metrics while the database is down', () => {
   };
 
   it.each<CutMode>(['refuse', 'blackhole'])(
-    'when the database is cut off (%s), then a scrape still answers within a second, the gauges keep their last values and the missed read is counted',
+    'when the database is cut off (%s), then a scrape still answers within a second, the gauges keep their last values, the missed read is counted and database_reachable says 0 until a read is answered again',
     async (mode) => {
       await connectInstitution(service, uniqueUserId(`gauges-${mode}`));
       const before = await scrape();
       await proxy.cut(mode);
       let during;
+      let cutOff;
       try {
         during = await scrape();
         // A black-holed read gives up on its own, after the scrape was answered.
         await new Promise((resolve) => setTimeout(resolve, mode === 'blackhole' ? 2_500 : 100));
+        cutOff = await scrape();
       } finally {
         await proxy.restore();
       }
       const failures = (await scrape()).metrics.value('metrics_database_read_failures_total') ?? 0;
+      let reachableAgain: number | undefined;
+      for (const deadline = Date.now() + 10_000; reachableAgain !== 1 && Date.now() < deadline; ) {
+        reachableAgain = (await scrape()).metrics.value('database_reachable');
+        if (reachableAgain !== 1) await new Promise((resolve) => setTimeout(resolve, 200));
+      }
 
       expect(before.status).toBe(200);
       const good = before.metrics.value('connections', { status: 'good' });
@@ -79,6 +86,9 @@ describe('metrics while the database is down', () => {
         (before.metrics.value('metrics_database_read_failures_total') ?? 0) + 1,
       );
       expect(reads).toBeGreaterThanOrEqual(3);
+      expect(before.metrics.value('database_reachable')).toBe(1);
+      expect(cutOff.metrics.value('database_reachable')).toBe(0);
+      expect(reachableAgain).toBe(1);
     },
   );
 

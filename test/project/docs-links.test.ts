@@ -118,6 +118,9 @@ function problemOf(from: string, target: string, base = path.dirname(from)): str
     : `${target}: no heading of ${path.relative(ROOT, file)} has it`;
 }
 
+/** Where every runbook_url starts: the address the operator sets once, Prometheus's external label. */
+const RUNBOOK_BASE = '{{ $externalLabels.runbook_base_url }}/';
+
 /** Every alert's runbook_url in the alerting rules, with the alert's name. */
 function runbookUrls(): { alert: string; url: unknown }[] {
   const rules = parseYaml(readFileSync(path.join(ROOT, 'ops', 'prometheus', 'alerts.yml'), 'utf8')) as {
@@ -147,16 +150,18 @@ describe('links in the docs', () => {
     ).toEqual([]);
   });
 
-  it('when an alert names its runbook, then its runbook_url is a heading of a Markdown file, from the repository root', () => {
+  it('when an alert names its runbook, then its runbook_url is the operator-set base address and a heading of a Markdown file, from the repository root', () => {
     const urls = runbookUrls();
 
     expect(urls.length).toBeGreaterThan(10);
     expect(
       urls.flatMap(({ alert, url }) => {
         if (typeof url !== 'string') return [`${alert}: no runbook_url`];
-        if (!url.includes('#')) return [`${alert}: ${url} names no section`];
-        // Relative to the repository's root, as alerts.yml says; Alertmanager's templates prefix its address.
-        const problem = problemOf('ops/prometheus/alerts.yml', url, '.');
+        if (!url.startsWith(RUNBOOK_BASE)) return [`${alert}: ${url} does not start with ${RUNBOOK_BASE}`];
+        const fromRoot = url.slice(RUNBOOK_BASE.length);
+        if (!fromRoot.includes('#')) return [`${alert}: ${url} names no section`];
+        // After the base, relative to the repository's root, as alerts.yml says.
+        const problem = problemOf('ops/prometheus/alerts.yml', fromRoot, '.');
         return problem === undefined ? [] : [`${alert}: ${problem}`];
       }),
     ).toEqual([]);

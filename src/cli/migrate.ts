@@ -1,4 +1,6 @@
 import dotenv from 'dotenv';
+import { ConfigError } from '../config/config';
+import { readSecretFiles } from '../config/read-secret-files';
 import { migrateDatabase } from '../db/migrate';
 import { createLogger } from '../observability/logger';
 
@@ -8,7 +10,14 @@ import { createLogger } from '../observability/logger';
  */
 async function run(): Promise<void> {
   dotenv.config({ quiet: true });
-  const databaseUrl = process.env.DATABASE_DIRECT_URL?.trim() || process.env.DATABASE_URL?.trim();
+  // The URLs may be given in files (DATABASE_URL_FILE), as the service takes them.
+  const given = readSecretFiles(process.env);
+  if (given.problems.length > 0) {
+    process.stderr.write(`${new ConfigError(given.problems).message}\n`);
+    process.exit(1);
+  }
+  const environment = given.environment;
+  const databaseUrl = environment.DATABASE_DIRECT_URL?.trim() || environment.DATABASE_URL?.trim();
   if (!databaseUrl) {
     process.stderr.write('DATABASE_URL is required (npm start migrates its embedded database by itself)\n');
     process.exit(1);

@@ -4,6 +4,7 @@ import { consistencyProblems, productionProblems } from './check-settings';
 import { ConfigError, type Config, type Environment, type LocalSecretSource } from './config';
 import { localSecretsIn } from './local-secrets';
 import { parseEnvironment } from './parse-environment';
+import { namingFiles, readSecretFiles } from './read-secret-files';
 import { readSecretsAndKeys } from './read-secrets';
 import { readTeller } from './read-teller';
 import { readWebsiteNotifications } from './read-website-notifications';
@@ -19,15 +20,30 @@ export type {
 } from './config';
 
 /**
- * Reads the environment once, against the settings declared in settings/. Outside production, a missing
- * secret or key comes from `options.localSecrets` (created in DATA_DIR, so that `npm start` works on a fresh
+ * Reads the environment once, against the settings declared in settings/; a secret may be given in a file
+ * its `<NAME>_FILE` names, read here once (see read-secret-files.ts). Outside production, a missing secret
+ * or key comes from `options.localSecrets` (created in DATA_DIR, so that `npm start` works on a fresh
  * machine). Every problem found is reported at once, in one ConfigError; no message shows a secret's value.
  */
 export function loadConfig(
   environment: Environment,
   options: { localSecrets?: LocalSecretSource } = {},
 ): Config {
-  const settings = parseEnvironment(environment);
+  const files = readSecretFiles(environment);
+  try {
+    return loadFrom(files.environment, files.problems, options);
+  } catch (error) {
+    if (error instanceof ConfigError) throw new ConfigError(namingFiles(error.problems, files.readFromFiles));
+    throw error;
+  }
+}
+
+function loadFrom(
+  environment: Environment,
+  fileProblems: readonly string[],
+  options: { localSecrets?: LocalSecretSource },
+): Config {
+  const settings = parseEnvironment(environment, fileProblems);
   const production = settings.NODE_ENV === 'production';
   const dataDir = path.resolve(settings.DATA_DIR);
   const local = localSecretsIn(dataDir, production, options.localSecrets);

@@ -20,23 +20,27 @@ export const entriesOf = (value: string | string[] | undefined): string[] =>
   value === undefined ? [] : Array.isArray(value) ? value : [value];
 
 /**
- * Reads the environment against every declaration: a value of the wrong type, or a real provider outside
- * NODE_ENV=production, ends here in one ConfigError. Production's own defaults are then taken for what is
- * unset.
+ * Reads the environment against every declaration: a value of the wrong type, a real provider outside
+ * NODE_ENV=production, or a secret file that could not be read (`fileProblems`, see read-secret-files.ts)
+ * ends here in one ConfigError. Production's own defaults are then taken for what is unset.
  */
-export function parseEnvironment(environment: Environment): Settings {
+export function parseEnvironment(environment: Environment, fileProblems: readonly string[] = []): Settings {
   const realProviderProblem = realProviderOutsideProductionProblem(environment, REAL_PROVIDER_SIGNS);
   const parsed = ENVIRONMENT_SCHEMA.safeParse(environment);
   if (!parsed.success) {
     throw new ConfigError([
       ...(realProviderProblem ? [realProviderProblem] : []),
+      ...fileProblems,
       ...describeIssues(parsed.error),
       ...keyFormatProblems(environment),
     ]);
   }
-  // Alone and before anything else: every other rule depends on NODE_ENV, and nothing is generated into
-  // DATA_DIR for a configuration that cannot run.
-  if (realProviderProblem) throw new ConfigError([realProviderProblem]);
+  // Before anything else: every other rule depends on NODE_ENV, and nothing is generated into DATA_DIR
+  // for a configuration that cannot run. A secret whose file was not read is unset here: the rules after
+  // would call it missing, and outside production generate one in its place.
+  if (realProviderProblem || fileProblems.length > 0) {
+    throw new ConfigError([...(realProviderProblem ? [realProviderProblem] : []), ...fileProblems]);
+  }
   return withProductionDefaults(parsed.data);
 }
 

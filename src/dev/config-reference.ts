@@ -1,8 +1,18 @@
 import path from 'node:path';
 import * as prettier from 'prettier';
 import { REAL_PROVIDER_SIGNS } from '../config/parse-environment';
+import { MAX_SECRET_FILE_BYTES, READ_FROM_FILES, SECRET_FILE_MODE_RULE } from '../config/read-secret-files';
+import { SEE } from '../config/settings/doc-links';
 import { SETTING_GROUPS } from '../config/settings/setting-groups';
-import type { AnySetting, Declarations, SettingGroup, SpanningRule } from '../config/settings/setting';
+import {
+  fileVariableOf,
+  isList,
+  readsFromFile,
+  type AnySetting,
+  type Declarations,
+  type SettingGroup,
+  type SpanningRule,
+} from '../config/settings/setting';
 
 /**
  * The configuration reference (docs/configuration.md) and .env.example, written from the settings declared
@@ -38,9 +48,6 @@ function parsedDefault(setting: AnySetting): string | undefined {
   return Array.isArray(value) ? value.join(',') : String(value);
 }
 
-/** Whether the variable is a comma-separated list (its rules of each entry then say "each"). */
-const isList = (setting: AnySetting) => Array.isArray(setting.schema?.safeParse('a,b').data);
-
 /** The default column: a value, the defaults of production and elsewhere, or what unset means. */
 function defaultOf(setting: AnySetting): string {
   if (setting.defaults) {
@@ -69,13 +76,19 @@ function meaningOf(setting: AnySetting): string {
 const rulesOf = (group: Group, when: SpanningRule<unknown>['when']) =>
   (group.rules ?? []).filter((rule) => rule.when === when);
 
+/** The variable column: its name, whether it is secret, and the variable naming its file. */
+function variableOf(name: string, setting: AnySetting): string {
+  if (readsFromFile(setting)) return `${code(name)} (secret; or ${code(fileVariableOf(name))})`;
+  return `${code(name)}${setting.secret ? ' (secret)' : ''}`;
+}
+
 function groupSection(group: Group): string {
   const settings = settingsOf(group);
   // A group none of whose variables production holds to a rule of its own has no such column.
   const withProduction = settings.some(([, setting]) => productionOf(setting).length > 0);
   const header = ['variable', 'default', 'meaning', ...(withProduction ? ['in production'] : [])];
   const rows = settings.map(([name, setting]) => [
-    `${code(name)}${setting.secret ? ' (secret)' : ''}`,
+    variableOf(name, setting),
     defaultOf(setting),
     meaningOf(setting),
     ...(withProduction ? [productionOf(setting).join('; ')] : []),
@@ -136,6 +149,21 @@ function secretsSentence(): string {
   );
 }
 
+/** How a secret is read from a file, from the rules read-secret-files.ts holds to. */
+function secretFilesParagraph(): string {
+  return (
+    `Each secret the service reads (${READ_FROM_FILES.map(code).join(', ')}) may instead be given in a ` +
+    'file, whose path its `_FILE` variable names (`INTERNAL_SECRET_FILE=/run/secrets/…`), as Kubernetes and ' +
+    `Docker secrets give them (see [Secrets in files](${SEE.secretFiles})). One of the two, never both: both ` +
+    'set is refused in every environment. The file is read once, at start (a changed file takes a restart); ' +
+    'a symbolic link is followed, and the file it leads to must be a regular file of at most ' +
+    `${MAX_SECRET_FILE_BYTES / 1024} KiB, not empty, with ${SECRET_FILE_MODE_RULE}. ` +
+    'It holds what the variable would: trailing line breaks are dropped (`echo` ends a file with one), a ' +
+    "PEM's lines are kept, and a list may have an entry per line. A file that cannot be read is one line of " +
+    'the message naming the variable and the path, never the content.'
+  );
+}
+
 /** docs/configuration.md, formatted as Prettier (the repository's settings) writes it. */
 export async function renderReference(): Promise<string> {
   const markdown = [
@@ -146,6 +174,7 @@ export async function renderReference(): Promise<string> {
       'problem. Every variable is optional outside production: with none set, `npm start` runs an embedded ' +
       'PostgreSQL and the built-in Plaid emulator, and generates the secrets and keys into `DATA_DIR`.',
     secretsSentence(),
+    secretFilesParagraph(),
     GROUPS.map((group) => `- [${group.title}](#${anchorOf(group.title)})`)
       .concat([
         '- [Production rules](#production-rules)',
@@ -196,6 +225,7 @@ function envLines(name: string, setting: AnySetting): string[] {
     ...(value === undefined ? [`Unset: ${sentence(plain(defaultOf(setting)))}`] : []),
     ...(production.length > 0 ? [`Production: ${sentence(plain(production.join('; ')))}`] : []),
     ...(setting.secret ? ['Secret: its value is never shown.'] : []),
+    ...(readsFromFile(setting) ? [`Or ${fileVariableOf(name)}: the path of a file holding it.`] : []),
   ];
   const line = setting.example
     ? `# ${name}=${setting.example}`
@@ -217,7 +247,9 @@ export function renderEnvExample(): string {
         'Copy to .env and adjust. Every variable is optional outside production: with none set, `npm start` ' +
           'runs an embedded PostgreSQL and the built-in Plaid emulator, and generates the secrets and keys into ' +
           'DATA_DIR (mode 0600). NODE_ENV=production requires every secret, both keys, DATABASE_URL and the ' +
-          'Plaid credentials, and refuses weak or inconsistent values: docs/configuration.md lists every rule.',
+          'Plaid credentials, and refuses weak or inconsistent values: docs/configuration.md lists every rule. ' +
+          'Each secret may instead be read from a file, whose path its _FILE variable names ' +
+          '(INTERNAL_SECRET_FILE=/run/secrets/…): see docs/operating.md, Secrets in files.',
       ),
     ),
   ];

@@ -4,6 +4,7 @@
  */
 export const SEE = {
   manyReplicas: 'operating.md#many-replicas-behind-a-transaction-pooler',
+  secretFiles: 'operating.md#secrets-in-files',
   keyRotation: 'operating.md#rotating-the-encryption-key',
   retention: 'operating.md#retention',
   observability: 'operating.md#metrics-traces-and-logs',

@@ -32,7 +32,8 @@ export interface AnySetting {
   readonly unset?: string;
   /**
    * Its value is never shown: no problem, log line or answer carries it. Every secret and key is one, and so
-   * is a URL that carries a database's password.
+   * is a URL that carries a database's password. One the configuration reads may be given in a file
+   * instead, named by `<NAME>_FILE` (see `readsFromFile`).
    */
   readonly secret?: boolean;
   /** Outside production, an unset value is read from (or first generated into) this file in DATA_DIR. */
@@ -83,6 +84,19 @@ export interface RealProviderSign {
 }
 
 export type Declarations = Readonly<Record<string, AnySetting>>;
+
+/**
+ * Whether `<NAME>_FILE` may name a file holding the variable's value (Kubernetes and Docker secrets): every
+ * secret the configuration itself reads. A variable read elsewhere (`npm run emulator`) takes no file,
+ * and a value that is not secret (a public key, a port) is given as it is.
+ */
+export const readsFromFile = (setting: AnySetting): boolean => setting.secret === true && !!setting.schema;
+
+/** The variable naming the file that holds `name`'s value. */
+export const fileVariableOf = (name: string): string => `${name}_FILE`;
+
+/** Whether the variable is a comma-separated list (a file of it may hold an entry per line). */
+export const isList = (setting: AnySetting): boolean => Array.isArray(setting.schema?.safeParse('a,b').data);
 
 /** A setting the configuration parses, typed by its schema (and by whether it has production defaults). */
 export function setting<

@@ -29,7 +29,11 @@ COPY migrations ./migrations
 COPY --from=dependencies /app/node_modules ./node_modules
 COPY --from=build /app/dist ./dist
 USER node
-EXPOSE 3000
+# The API (PORT) and Prometheus' metrics (METRICS_PORT), each at its default: the metrics listener is a
+# second one, on the same interface (HOST: every interface in production). In production it needs
+# METRICS_BEARER_TOKEN, or METRICS_ALLOW_UNAUTHENTICATED=true, or METRICS_PORT=0 (then nothing listens on
+# 9464). test/operations/production-build.test.ts compares these with the settings' defaults.
+EXPOSE 3000 9464
 HEALTHCHECK --interval=15s --timeout=3s --start-period=20s --retries=3 \
   CMD ["node", "-e", "fetch('http://127.0.0.1:' + (process.env.PORT || 3000) + '/healthz').then((r) => process.exit(r.ok ? 0 : 1), () => process.exit(1))"]
 CMD ["node", "dist/main.js"]

@@ -114,3 +114,19 @@ export function readRssMegabytes(pid: number): number {
   if (kilobytes === undefined) throw new Error(`no VmRSS in /proc/${pid}/status`);
   return Number(kilobytes) / 1024;
 }
+
+/** The kernel's clock ticks per second in /proc/PID/stat (USER_HZ: 100 on Linux). */
+const USER_HZ = 100;
+
+/** CPU milliseconds a process and its reaped children used, from /proc/PID/stat; 0 once it is gone. */
+export function readCpuMilliseconds(pid: number): number {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    // utime, stime, cutime, cstime: fields 14 to 17 of stat(5), counted from the state (field 3).
+    const ticks = [11, 12, 13, 14].reduce((sum, index) => sum + Number(fields[index] ?? 0), 0);
+    return (ticks * 1000) / USER_HZ;
+  } catch {
+    return 0;
+  }
+}

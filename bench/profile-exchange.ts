@@ -8,6 +8,7 @@ import { EmulatorProcess } from './emulator-client';
 import { runLoad, type RoundResult } from './load';
 import {
   findFreePort,
+  readCpuMilliseconds,
   sleep,
   startNodeProcess,
   stopAllProcesses,
@@ -36,7 +37,6 @@ import { APP_NAME } from './targets';
  */
 
 const WARM_UP_SECONDS = 3;
-const USER_HZ = 100;
 
 function readOptions() {
   const { values } = parseArgs({
@@ -56,28 +56,15 @@ function readOptions() {
   };
 }
 
-/** CPU milliseconds a process and its reaped children used, from /proc/PID/stat. */
-function cpuMilliseconds(pid: number): number {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    // utime, stime, cutime, cstime: fields 14 to 17 of stat(5), counted from the state (field 3).
-    const ticks = [11, 12, 13, 14].reduce((sum, index) => sum + Number(fields[index] ?? 0), 0);
-    return (ticks * 1000) / USER_HZ;
-  } catch {
-    return 0;
-  }
-}
-
 /** The postmaster and every process it started (backends, WAL writer…), by their parent pid. */
 function clusterCpuMilliseconds(postmasterPid: number): number {
-  let total = cpuMilliseconds(postmasterPid);
+  let total = readCpuMilliseconds(postmasterPid);
   for (const entry of readdirSync('/proc')) {
     if (!/^\d+$/.test(entry)) continue;
     try {
       const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
       const parent = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
-      if (parent === postmasterPid) total += cpuMilliseconds(Number(entry));
+      if (parent === postmasterPid) total += readCpuMilliseconds(Number(entry));
     } catch {
       // The process ended meanwhile; its time is in the postmaster's reaped children.
     }
@@ -129,8 +116,8 @@ async function measure(
   postmasterPid: number,
 ): Promise<Measured> {
   const before = {
-    target: cpuMilliseconds(target.process.pid),
-    emulator: cpuMilliseconds(target.emulator.process.pid),
+    target: readCpuMilliseconds(target.process.pid),
+    emulator: readCpuMilliseconds(target.emulator.process.pid),
     postgres: clusterCpuMilliseconds(postmasterPid),
   };
   const round = await loadWithExchanges(target, options.seconds, options.connections);
@@ -138,8 +125,8 @@ async function measure(
   return {
     round,
     cpu: {
-      target: perExchange(cpuMilliseconds(target.process.pid), before.target),
-      emulator: perExchange(cpuMilliseconds(target.emulator.process.pid), before.emulator),
+      target: perExchange(readCpuMilliseconds(target.process.pid), before.target),
+      emulator: perExchange(readCpuMilliseconds(target.emulator.process.pid), before.emulator),
       postgres: perExchange(clusterCpuMilliseconds(postmasterPid), before.postgres),
     },
   };

@@ -99,9 +99,15 @@ export function formatSoak(soak: SoakReport): string {
   lines.push(`  5xx: ${soak.fiveHundreds}; socket errors and timeouts: ${soak.socketErrors}`);
   if (soak.rssTrend.length > 0) {
     lines.push(
-      `  service RSS every 10 s of the soak: ${soak.rssTrend.map((value) => value.toFixed(0)).join(', ')} MB`,
+      `  service RSS every 10 s of the soak: ${soak.rssTrend.map((value) => value.toFixed(0)).join(', ')} MB` +
+        ` (peak ${soak.rssPeak.toFixed(0)} MB)`,
     );
   }
+  const { cpu } = soak;
+  lines.push(
+    `  service CPU over the soak: ${cpu.seconds.toFixed(1)} s in ${soak.seconds} s = ${cpu.cores.toFixed(2)} cores ` +
+      `at ${cpu.requestsPerSecond.toFixed(0)} req/s, ${cpu.msPerRequest.toFixed(2)} ms per request`,
+  );
   return lines.join('\n');
 }
 

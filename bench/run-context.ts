@@ -76,6 +76,9 @@ export function serviceEnvironment(instance: {
     PLAID_BASE_URL: instance.plaid.url,
     PLAID_CLIENT_ID: instance.plaid.clientId,
     PLAID_SECRET: instance.plaid.secret,
+    // Teller is not measured here, but outside production each instance starts the built-in Teller emulator:
+    // on a free port, or a second instance (or anything else on 4011) would stop the start.
+    TELLER_EMULATOR_PORT: '0',
     INTERNAL_SECRET: instance.secrets.internal,
     ADMIN_SECRET: instance.secrets.admin,
     ...instance.keys,

@@ -6,7 +6,7 @@ import {
   type DatabaseCounts,
 } from './consistency';
 import { runLoad, type RoundResult } from './load';
-import { assertAllRunning, hasExited, readRssMegabytes, sleep } from './processes';
+import { assertAllRunning, hasExited, readCpuMilliseconds, readRssMegabytes, sleep } from './processes';
 import {
   APP_NAME,
   nextUserId,
@@ -51,6 +51,10 @@ export interface SoakReport {
   rssAtEnd: RssWindow;
   /** One sample every 10 s of the soak, to show the trend. */
   rssTrend: number[];
+  /** The largest of the soak's samples. */
+  rssPeak: number;
+  /** The service's CPU time over the soak (after the warm-up), from /proc: what sizing an instance needs. */
+  cpu: { seconds: number; cores: number; msPerRequest: number; requestsPerSecond: number };
   consistency: Consistency;
 }
 
@@ -260,7 +264,9 @@ export async function runSoak(
         // it exited between the check and the read
       }
     }, RSS_SAMPLE_INTERVAL_MS);
+    const cpuBefore = readCpuMilliseconds(pid);
     const soak = await runMixedTraffic(state, targets, options.seconds);
+    const cpuMs = readCpuMilliseconds(pid) - cpuBefore;
     clearInterval(sampler);
     assertAllRunning();
     const window = Math.max(1, Math.min(RSS_WINDOW_SECONDS, Math.floor(soakSamples.length / 2)));
@@ -276,6 +282,13 @@ export async function runSoak(
       rssAfterWarmUp: summarizeWindow(soakSamples.slice(0, window)),
       rssAtEnd: summarizeWindow(soakSamples.slice(-window)),
       rssTrend: soakSamples.filter((_sample, index) => index % 10 === 9),
+      rssPeak: Math.max(...soakSamples),
+      cpu: {
+        seconds: cpuMs / 1000,
+        cores: cpuMs / 1000 / soak.seconds,
+        msPerRequest: cpuMs / Math.max(1, soak.completed),
+        requestsPerSecond: soak.requestsPerSecond,
+      },
       consistency,
     };
   } finally {

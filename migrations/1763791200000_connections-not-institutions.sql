@@ -1,5 +1,14 @@
 -- Up Migration
 
+-- squawk (npm run lint:migrations) finds the following in this migration, which was written before the
+-- rule of docs/operating.md, "Rolling deploys"; it is waived here, each rule with why it was accepted:
+--   require-lock-timeout: renames change the catalog only, held for milliseconds once granted.
+--   renaming-table: not rolling-safe: the previous release's queries name institutions and fail once this
+--     commits, so it needed the previous release stopped first, all instances at once; under the rule it would
+--     be an expand (the new names beside the old) and a contract a release later.
+--   renaming-column: likewise: the previous release's queries name the old columns.
+-- squawk-ignore-file require-lock-timeout, renaming-table, renaming-column
+
 -- The table always held connections (Plaid Items), not institutions: it is named for what it holds,
 -- and `institution_id` now only ever means Plaid's `ins_…` id. The public API keeps its field names.
 ALTER TABLE institutions RENAME TO connections;

@@ -1,5 +1,10 @@
 -- Up Migration
 
+-- squawk (npm run lint:migrations) finds the following in this migration, which was written before the
+-- rule of docs/operating.md, "Rolling deploys"; it is waived here, each rule with why it was accepted:
+--   require-lock-timeout: it creates two functions and touches no table: no query waits behind it.
+-- squawk-ignore-file require-lock-timeout
+
 -- The per-Item lock that serializes storing an Item as a connection with queueing its removal, so
 -- that neither misses the other's commit. Declared once here, for both sides.
 CREATE FUNCTION lock_item(item_id text) RETURNS void LANGUAGE sql VOLATILE AS $$

@@ -1,5 +1,14 @@
 -- Up Migration
 
+-- squawk (npm run lint:migrations) finds the following in this migration, which was written before the
+-- rule of docs/operating.md, "Rolling deploys"; it is waived here, each rule with why it was accepted:
+--   require-lock-timeout: replacing the trigger's function locks no table; the index build below waited up to
+--     the migrator's 60 s.
+--   require-concurrent-index-creation: the partial index is built by reading outbox with writes to it blocked
+--     (the migrator's transaction allows no CONCURRENTLY); outbox then held every done row, unpruned: brief
+--     only while it was small.
+-- squawk-ignore-file require-lock-timeout, require-concurrent-index-creation
+
 -- The audit trail stays append-only for everything but its retention: a DELETE passes only inside a
 -- transaction that declared the retention it applies (SET LOCAL / set_config(…, true) of
 -- account_connection.events_retention_days, which the service's prune does and nothing else), and only

@@ -1,5 +1,14 @@
 -- Up Migration
 
+-- squawk (npm run lint:migrations) finds the following in this migration, which was written before the
+-- rule of docs/operating.md, "Rolling deploys"; it is waived here, each rule with why it was accepted:
+--   prefer-bigint-over-int: slot is a small shard number and stats_user_connections.connections one user's
+--     count of connections.
+--   require-lock-timeout: on purpose, writers to connections and accounts wait for this migration (the LOCK
+--     below: reads go on) while it counts the existing rows once; the wait for that lock was bounded only by
+--     the migrator's 60 s.
+-- squawk-ignore-file prefer-bigint-over-int, require-lock-timeout
+
 -- /admin/stats at a million accounts: grouping ~150k connections and a million accounts took a quarter
 -- of a second per read. The figures are kept instead, exactly, by triggers on every change of a
 -- connection or an account, in the same transaction as the change, and summed when read (a few

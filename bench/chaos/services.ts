@@ -138,6 +138,9 @@ function serviceEnvironment(settings: {
     PLAID_CLIENT_ID: settings.plaid.clientId,
     PLAID_SECRET: settings.plaid.secret,
     PLAID_BASE_URL: settings.emulatorUrl,
+    // Teller is not measured here, but outside production each instance starts the built-in Teller emulator:
+    // on a free port, or a second instance (or anything else on 4011) would stop the start.
+    TELLER_EMULATOR_PORT: '0',
     PLAID_TIMEOUT_MS: String(PLAID_TIMEOUT_MS),
     PLAID_WEBHOOK_URL: settings.webhookUrl,
     INTERNAL_SECRET: settings.secrets.internal,

@@ -12,6 +12,7 @@ import {
   MAX_TYPE_LENGTH,
   connectionStatusSchema,
   count,
+  providerSchema,
   text,
   wireText,
   wireTimestamp,
@@ -364,6 +365,15 @@ export const adminRemovalsResponse = z
             reason: z.enum(REMOVAL_REASONS),
             state: z.enum(['pending', 'dead', 'done']),
             completed_at: wireTimestamp().nullable(),
+            provider: providerSchema.openapi({ description: 'Where the removal is made.' }),
+            provider_account_id: wireText(MAX_ID_LENGTH)
+              .nullable()
+              .openapi({
+                description:
+                  'The account removed on its own at the provider (Teller’s `DELETE /accounts/{id}`, when ' +
+                  'the website removed one account of a Teller connection that keeps others); null for the ' +
+                  'removal of a whole Item (Plaid’s `/item/remove`, Teller’s `DELETE /accounts`).',
+              }),
           })
           .openapi('AdminRemoval'),
       )

@@ -10,6 +10,7 @@ import { NO_WEBSITE_NOTIFICATIONS } from './domain/connections/connection-notifi
 import { PerUserLimits } from './domain/per-user-limits';
 import { DatabaseGauges } from './jobs/database-gauges';
 import { runHousekeeping } from './jobs/housekeeping';
+import { AccountRemovalHandler } from './jobs/account-removal-handler';
 import { ItemRemovalHandler } from './jobs/item-removal-handler';
 import { OutboxWorker, type OutboxHandler } from './jobs/outbox-worker';
 import { RetentionJob } from './jobs/retention';
@@ -183,13 +184,11 @@ export function buildDependencies(
   const vault = new TokenVault(config.tokenEncryptionKeys, config.tokenHmacKey);
   const outboxLogger = logger.child({ component: 'outbox' });
   const notifications = config.websiteNotifications;
+  // Both kinds of removal share the outbox's clients (and so their breakers).
+  const removalProviders = { plaid: plaidProvider('outbox'), teller: tellerProvider('outbox') };
   const handlers: OutboxHandler[] = [
-    new ItemRemovalHandler(
-      { plaid: plaidProvider('outbox'), teller: tellerProvider('outbox') },
-      vault,
-      outboxLogger,
-      config.outbox,
-    ),
+    new ItemRemovalHandler(removalProviders, vault, outboxLogger, config.outbox),
+    new AccountRemovalHandler(removalProviders, vault, outboxLogger, config.outbox),
   ];
   if (notifications.url) {
     handlers.push(
@@ -220,7 +219,8 @@ export function buildDependencies(
     teller,
     vault,
     removalDelivery: {
-      deliverSoon: (outboxId, waitMs) => outbox.deliverSoon('provider_item_remove', outboxId, waitMs),
+      deliverSoon: (outboxId, waitMs, kind = 'provider_item_remove') =>
+        outbox.deliverSoon(kind, outboxId, waitMs),
       wake: () => outbox.wake('provider_item_remove'),
     },
     websiteNotifications:

@@ -1,131 +1,22 @@
-import type { TokenVault } from '../crypto/token-vault';
-import type { Logger } from '../observability/logger';
-import type { AccountProvider } from '../provider/account-provider';
-import { ProviderError } from '../provider/provider-error';
-import type { TellerProvider } from '../provider/teller-provider';
 import type { OutboxLease } from '../repository/outbox-repository';
-import type { AttemptOutcome, OutboxHandler, RowState } from './outbox-worker';
+import { ProviderRemovalHandler, tellerOf, type RemovalSettings } from './provider-removal-handler';
 
-export interface ItemRemovalSettings {
-  /** Longest wait between two attempts at one removal. */
-  maxBackoffSeconds: number;
-  /** A removal still failing this long after it was queued (or retried by an admin) is marked dead. */
-  retryHorizonHours: number;
-  /** How long one attempt may take before another worker may take the row over. */
-  leaseSeconds?: number;
-  batchSize?: number;
-}
-
-const FIRST_BACKOFF_SECONDS = 5;
+export { retryDelaySeconds, type RemovalProviders } from './provider-removal-handler';
+export type ItemRemovalSettings = RemovalSettings;
 
 /**
- * Retry delay after `attempts` failures: exponential from 5 s up to `maxBackoffSeconds`, with full
- * jitter so that many removals failing in one outage do not all come back at the same moment.
+ * Items removed at their provider after their connection (or their exchange) ended here: Plaid's
+ * `/item/remove`, or Teller's `DELETE /accounts`, which removes every account of the token and so revokes
+ * the enrollment (https://teller.io/docs/api/accounts, "Delete Accounts"). Teller answers a token already
+ * revoked with 403, and an enrollment it no longer knows with 404 (https://teller.io/docs/api/errors):
+ * both are `item_gone`, done.
  */
-export function retryDelaySeconds(attempts: number, maxBackoffSeconds: number): number {
-  const ceiling = Math.min(maxBackoffSeconds, FIRST_BACKOFF_SECONDS * 2 ** Math.max(0, attempts - 1));
-  return Math.max(1, Math.floor(Math.random() * ceiling));
-}
-
-/** The clients removals are made with: Plaid's, and Teller's while Teller is on. */
-export interface RemovalProviders {
-  plaid: AccountProvider;
-  teller: Pick<TellerProvider, 'revokeEnrollment'> | undefined;
-}
-
-/** A queued Teller revocation while Teller is off: retried (and kept) until Teller is configured again. */
-class ProviderNotConfiguredError extends Error {
-  override readonly name = 'ProviderNotConfiguredError';
-}
-
-/**
- * The provider-side half of removals that already committed locally, until the provider confirms, or
- * says the Item is already gone: Plaid's `/item/remove`, or Teller's `DELETE /accounts`, which revokes the
- * enrollment (https://teller.io/docs/api/accounts, "Delete Accounts"). `last_error` keeps the provider's
- * own code and message; an attempt its breaker refused (the provider was not asked) keeps the cause it had.
- */
-export class ItemRemovalHandler implements OutboxHandler {
+export class ItemRemovalHandler extends ProviderRemovalHandler {
   readonly kind = 'provider_item_remove' as const;
-  readonly leaseSeconds: number;
-  readonly batchSize: number;
-  /** Plaid calls at once: removals are idempotent, and the outbox client has a breaker of its own. */
-  readonly concurrency = 4;
 
-  constructor(
-    private readonly providers: RemovalProviders,
-    private readonly vault: TokenVault,
-    private readonly logger: Logger,
-    private readonly settings: ItemRemovalSettings,
-  ) {
-    this.leaseSeconds = settings.leaseSeconds ?? 60;
-    this.batchSize = settings.batchSize ?? 20;
-  }
-
-  async attempt(lease: OutboxLease): Promise<AttemptOutcome> {
-    try {
-      if (lease.accessTokenCiphertext === null) throw new Error('a pending removal without its token');
-      const accessToken = this.vault.decrypt(lease.accessTokenCiphertext, lease.itemId);
-      if (lease.provider === 'teller') {
-        const { teller } = this.providers;
-        if (!teller) {
-          throw new ProviderNotConfiguredError(
-            'a Teller enrollment is queued for revocation but Teller is not configured (TELLER_APPLICATION_ID)',
-          );
-        }
-        await teller.revokeEnrollment(accessToken);
-      } else {
-        await this.providers.plaid.removeItem(accessToken);
-      }
-      return { done: true };
-    } catch (error) {
-      if (error instanceof ProviderError && error.kind === 'item_gone') return { done: true, status: 404 };
-      const provider = error instanceof ProviderError ? error : undefined;
-      return {
-        done: false,
-        error: provider
-          ? provider.reachedProvider
-            ? provider.describe()
-            : null
-          : `SERVICE_ERROR: ${error instanceof Error ? error.name : 'unknown'} (see the log)`,
-        status: provider?.httpStatus ?? undefined,
-        cause: error,
-        retryInSeconds: retryDelaySeconds(lease.attempts, this.settings.maxBackoffSeconds),
-        giveUp: { afterHours: this.settings.retryHorizonHours },
-      };
-    }
-  }
-
-  report(lease: OutboxLease, outcome: AttemptOutcome, state: RowState): void {
-    const log = this.logger.child({
-      outbox_id: lease.id,
-      item_id: lease.itemId,
-      provider: lease.provider,
-      attempt: lease.attempts,
-    });
-    if (outcome.done) {
-      const message =
-        outcome.status === 404 ? 'Item was already gone at the provider' : 'Item removed at the provider';
-      log.info(
-        state === 'done' ? message : `${message}; another worker had taken the removal over meanwhile`,
-      );
-      return;
-    }
-    if (state === 'dead') {
-      log.error(
-        { err: outcome.cause, retry_horizon_hours: this.settings.retryHorizonHours },
-        'Item removal gave up after the retry horizon; the Item stays billed until it is retried ' +
-          '(POST /admin/removals/retry-dead or npm run retry-dead-removals)',
-      );
-    } else if (state === 'pending') {
-      log.warn(
-        { err: outcome.cause, retry_in_seconds: outcome.retryInSeconds },
-        'Item removal failed; it will be retried',
-      );
-    } else {
-      log.warn(
-        { err: outcome.cause },
-        'Item removal failed after its lease ran out; another worker has it now',
-      );
-    }
+  protected async removeAtProvider(lease: OutboxLease, accessToken: string): Promise<void> {
+    if (lease.provider === 'teller')
+      await tellerOf(this.providers, 'enrollment').revokeEnrollment(accessToken);
+    else await this.providers.plaid.removeItem(accessToken);
   }
 }

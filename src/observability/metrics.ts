@@ -240,7 +240,7 @@ export class ServiceMetrics {
     for (const status of CONNECTION_STATUSES) this.connections.set({ status }, 0);
     this.removals = new Gauge({
       name: 'item_removals',
-      help: 'Item removals at Plaid still pending, and dead ones (read from the database at most every 15 s).',
+      help: 'Removals at the provider (of Items, and of single Teller accounts) still pending, and dead ones (read from the database at most every 15 s).',
       labelNames: ['state'],
       registers,
     });
@@ -248,7 +248,7 @@ export class ServiceMetrics {
     this.removals.set({ state: 'dead' }, 0);
     this.oldestPendingRemoval = new Gauge({
       name: 'item_removal_oldest_pending_age_seconds',
-      help: 'How long the oldest pending Item removal has waited; 0 when none is pending.',
+      help: 'How long the oldest pending removal at the provider (of an Item or a Teller account) has waited; 0 when none is pending.',
       registers,
     });
     this.notifications = new Gauge({

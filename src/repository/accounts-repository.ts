@@ -1,5 +1,6 @@
 import type { BankAccount } from '../vocabulary/bank-account';
 import type { ConnectionStatus } from '../vocabulary/connection-statuses';
+import type { ProviderName } from '../vocabulary/providers';
 import { declareKeysetList } from './filtered-query';
 import type { Queryable } from './queryable';
 
@@ -95,6 +96,7 @@ export interface AccountFilters {
   createdAfter?: Date | undefined;
   createdBefore?: Date | undefined;
   status?: ConnectionStatus | undefined;
+  provider?: ProviderName | undefined;
 }
 
 /** An account as operators list it: with its connection's Item, owner, app, institution and status. */
@@ -113,6 +115,8 @@ export interface AdminAccountRow {
   status: ConnectionStatus;
   /** ISO 8601 in UTC with milliseconds, as `Date.prototype.toISOString` writes it. */
   created_at: string;
+  /** Its connection's. */
+  provider: ProviderName;
 }
 
 /**
@@ -125,7 +129,7 @@ const ISO_CREATED_AT = `to_char(a.created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"H
 
 const ADMIN_ACCOUNT_SELECT = `SELECT a.id, a.provider_account_id, c.provider_item_id AS item_id,
        c.subscription_user_id, c.app_name, c.institution_id, c.institution_name, a.name, a.mask, a.type,
-       a.subtype, c.status, ${ISO_CREATED_AT}
+       a.subtype, c.status, ${ISO_CREATED_AT}, c.provider
   FROM accounts a JOIN connections c ON c.id = a.connection_id`;
 
 /** Operators' list of accounts, oldest first: its pages and its export. */
@@ -142,5 +146,6 @@ export const adminAccountList = declareKeysetList<AccountFilters, AdminAccountRo
     createdAfter: 'a.created_at >= ?',
     createdBefore: 'a.created_at < ?',
     status: 'c.status = ?',
+    provider: 'c.provider = ?',
   },
 });

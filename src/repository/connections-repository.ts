@@ -1,6 +1,7 @@
 import type { Connection, ConnectionHealth } from '../domain/connections/connection';
 import type { BankAccount } from '../vocabulary/bank-account';
 import type { ConnectionStatus } from '../vocabulary/connection-statuses';
+import type { ProviderName } from '../vocabulary/providers';
 import { declareKeysetList } from './filtered-query';
 import type { Queryable } from './queryable';
 
@@ -214,6 +215,7 @@ export interface ConnectionFilters {
   status?: ConnectionStatus | undefined;
   createdAfter?: Date | undefined;
   createdBefore?: Date | undefined;
+  provider?: ProviderName | undefined;
 }
 
 /** A connection as operators list it: its owner, Item, institution and health; never its token. */
@@ -234,12 +236,13 @@ export interface AdminConnectionRow {
   created_at: Date;
   updated_at: Date;
   last_webhook_at: Date | null;
+  provider: ProviderName;
 }
 
 const ADMIN_CONNECTION_SELECT = `SELECT c.id, c.provider_item_id AS item_id, c.subscription_user_id, c.app_name,
        c.institution_id, c.institution_name, c.status, c.error_code, c.consent_expiration_time,
        c.disconnect_reason, c.disconnect_time, c.new_accounts_available, c.account_count AS accounts,
-       c.created_at, c.updated_at, c.last_webhook_at
+       c.created_at, c.updated_at, c.last_webhook_at, c.provider
   FROM connections c`;
 
 /** Operators' list of connections, oldest first: its pages and its export. */
@@ -254,5 +257,6 @@ export const adminConnectionList = declareKeysetList<ConnectionFilters, AdminCon
     status: 'c.status = ?',
     createdAfter: 'c.created_at >= ?',
     createdBefore: 'c.created_at < ?',
+    provider: 'c.provider = ?',
   },
 });

@@ -4,11 +4,18 @@ import type { ProviderName } from '../vocabulary/providers';
 import type { Queryable } from './queryable';
 
 /**
- * The transactional outbox: work that must follow a committed change, written in the same transaction,
- * delivered by a worker that leases rows (several instances share them) and retries. Two kinds: an
- * Item's removal at Plaid, and a notification to the website.
+ * The removals at a provider the outbox delivers, alike in everything but the call: an Item's (Plaid's
+ * `/item/remove`, Teller's enrollment revoked), and one account's (Teller's `DELETE /accounts/{id}`).
  */
-export const OUTBOX_KINDS = ['provider_item_remove', 'website_notification'] as const;
+export const REMOVAL_KINDS = ['provider_item_remove', 'provider_account_remove'] as const;
+export type RemovalKind = (typeof REMOVAL_KINDS)[number];
+
+/**
+ * The transactional outbox: work that must follow a committed change, written in the same transaction,
+ * delivered by a worker that leases rows (several instances share them) and retries: the removals at a
+ * provider, and notifications to the website.
+ */
+export const OUTBOX_KINDS = [...REMOVAL_KINDS, 'website_notification'] as const;
 export type OutboxKind = (typeof OUTBOX_KINDS)[number];
 
 /** A leased row: what its handler needs, and the attempt count its lease holds. */
@@ -20,6 +27,8 @@ export interface OutboxLease {
   /** Attempts since the retry schedule last started (a redelivery restarts it). */
   attemptsInSchedule: number;
   itemId: string;
+  /** The account an account's removal removes; null for every other kind. */
+  providerAccountId: string | null;
   /** Whose Item (a Teller enrollment, for Teller) a removal is of; 'plaid' for a notification. */
   provider: ProviderName;
   accessTokenCiphertext: string | null;
@@ -46,6 +55,35 @@ export async function enqueueItemRemoval(
       removal.providerItemId,
       removal.accessTokenCiphertext,
       removal.subscriptionUserId ?? null,
+      removal.provider,
+    ],
+  );
+  return (rows[0] as { id: string }).id;
+}
+
+/**
+ * Queues one account's removal at its provider (the connection stays): the row names the Item, so that
+ * the token, bound to the Item, can be read, and the account.
+ */
+export async function enqueueAccountRemoval(
+  db: Queryable,
+  removal: {
+    providerItemId: string;
+    providerAccountId: string;
+    accessTokenCiphertext: string;
+    subscriptionUserId: string;
+    provider: ProviderName;
+  },
+): Promise<string> {
+  const { rows } = await db.query<{ id: string }>(
+    `INSERT INTO outbox (kind, reason, provider_item_id, provider_account_id, access_token_ciphertext,
+                         subscription_user_id, provider)
+     VALUES ('provider_account_remove', 'account_removed', $1, $2, $3, $4, $5) RETURNING id`,
+    [
+      removal.providerItemId,
+      removal.providerAccountId,
+      removal.accessTokenCiphertext,
+      removal.subscriptionUserId,
       removal.provider,
     ],
   );
@@ -95,7 +133,8 @@ export async function leaseDueRows(
          LIMIT $2
          FOR UPDATE SKIP LOCKED)
       RETURNING id, kind, attempts, attempts - retry_from_attempt AS "attemptsInSchedule",
-                provider_item_id AS "itemId", provider, access_token_ciphertext AS "accessTokenCiphertext",
+                provider_item_id AS "itemId", provider_account_id AS "providerAccountId", provider,
+                access_token_ciphertext AS "accessTokenCiphertext",
                 webhook_id AS "webhookId", body, created_at AS "createdAt"`,
     [options.kind, options.limit, options.leaseSeconds, options.id ?? null],
   );
@@ -169,26 +208,29 @@ export async function recordFailedAttempt(
 export interface RevivedRow {
   id: string;
   provider_item_id: string;
+  /** An account's removal: its account; null for an Item's. */
+  provider_account_id: string | null;
   last_error: string | null;
   /** When the retry horizon had started before this retry. */
   previous_created_at: Date;
 }
 
 /**
- * Hands dead removals back to the worker: pending, due now, with a fresh retry horizon (`created_at`,
- * which the horizon counts from). `attempts` keeps counting, so a lease taken before the row died can
- * never match again. All dead removals, or only those of `ids`.
+ * Hands dead removals (of Items and of accounts) back to the worker: pending, due now, with a fresh retry
+ * horizon (`created_at`, which the horizon counts from). `attempts` keeps counting, so a lease taken
+ * before the row died can never match again. All dead removals, or only those of `ids`.
  */
 export async function reviveDeadRemovals(db: Queryable, ids?: string[]): Promise<RevivedRow[]> {
   const { rows } = await db.query<RevivedRow>(
     `UPDATE outbox o SET state = 'pending', next_attempt_at = now(), created_at = now()
        FROM (SELECT id, created_at FROM outbox
-              WHERE kind = 'provider_item_remove' AND state = 'dead'
+              WHERE kind = ANY($2::text[]) AND state = 'dead'
                 AND ($1::bigint[] IS NULL OR id = ANY($1::bigint[]))
               FOR UPDATE) dead
       WHERE o.id = dead.id AND o.state = 'dead'
-      RETURNING o.id, o.provider_item_id, o.last_error, dead.created_at AS previous_created_at`,
-    [ids ?? null],
+      RETURNING o.id, o.provider_item_id, o.provider_account_id, o.last_error,
+                dead.created_at AS previous_created_at`,
+    [ids ?? null, REMOVAL_KINDS],
   );
   return rows;
 }
@@ -212,6 +254,10 @@ export interface OutboxListRow {
   /** A notification's type. */
   type: NotificationType | null;
   item_id: string;
+  /** A removal's account (an account's removal), null otherwise. */
+  provider_account_id: string | null;
+  /** Whose Item a removal is of ('plaid' for every notification). */
+  provider: ProviderName;
   subscription_user_id: string | null;
   state: 'pending' | 'done' | 'dead';
   attempts: number;
@@ -222,23 +268,31 @@ export interface OutboxListRow {
   completed_at: Date | null;
 }
 
-/** Keyset pages of one kind's rows in one state, oldest first. */
+/**
+ * Keyset pages of some kinds' rows in one state, oldest first. Each kind's rows are one range of the
+ * (kind, state, id) index, read up to the page's size and merged: a deep page of several kinds costs
+ * what a first one does.
+ */
 export async function listOutboxPage(
   db: Queryable,
   filter: {
-    kind: OutboxKind;
+    kinds: readonly OutboxKind[];
     state: 'pending' | 'done' | 'dead';
     afterId?: string | undefined;
     limit: number;
   },
 ): Promise<OutboxListRow[]> {
   const { rows } = await db.query<OutboxListRow>(
-    `SELECT id, reason, notification_type AS type, provider_item_id AS item_id, subscription_user_id, state,
-            attempts, last_status, last_error, next_attempt_at, created_at, completed_at
-       FROM outbox
-      WHERE kind = $1 AND state = $2 AND ($3::bigint IS NULL OR id > $3::bigint)
-      ORDER BY id LIMIT $4`,
-    [filter.kind, filter.state, filter.afterId ?? null, filter.limit],
+    `SELECT o.* FROM unnest($1::text[]) AS listed (kind)
+       CROSS JOIN LATERAL (
+         SELECT id, reason, notification_type AS type, provider_item_id AS item_id, provider_account_id,
+                provider, subscription_user_id, state, attempts, last_status, last_error, next_attempt_at,
+                created_at, completed_at
+           FROM outbox
+          WHERE kind = listed.kind AND state = $2 AND ($3::bigint IS NULL OR id > $3::bigint)
+          ORDER BY id LIMIT $4) o
+      ORDER BY o.id LIMIT $4`,
+    [filter.kinds, filter.state, filter.afterId ?? null, filter.limit],
   );
   return rows;
 }

@@ -1,4 +1,5 @@
 import type { ConnectionStatus } from '../vocabulary/connection-statuses';
+import { REMOVAL_KINDS, type OutboxKind } from './outbox-repository';
 import type { Queryable } from './queryable';
 
 /** An outbox kind's backlog: rows still pending, rows given up, and how long the oldest has waited. */
@@ -11,6 +12,7 @@ export interface Backlog {
 /** What the database says of the service's backlog, as its metrics show it. */
 export interface ServiceFigures {
   connectionsByStatus: Partial<Record<ConnectionStatus, number>>;
+  /** Removals at the provider, of Items and of single accounts together. */
   removals: Backlog;
   notifications: Backlog;
 }
@@ -39,17 +41,18 @@ export async function readServiceFigures(db: Queryable): Promise<ServiceFigures>
                  FROM outbox WHERE state <> 'done' GROUP BY kind) o) AS outbox`,
   );
   const row = rows[0] as (typeof rows)[number];
-  const backlogOf = (kind: string): Backlog => {
-    const found = row.outbox?.find((entry) => entry.kind === kind);
+  /** The kinds' backlogs together: rows summed, the oldest pending row of any of them. */
+  const backlogOf = (kinds: readonly OutboxKind[]): Backlog => {
+    const found = (row.outbox ?? []).filter((entry) => (kinds as readonly string[]).includes(entry.kind));
     return {
-      pending: found?.pending ?? 0,
-      dead: found?.dead ?? 0,
-      oldestPendingAgeSeconds: Math.max(0, found?.oldest_pending_age_seconds ?? 0),
+      pending: found.reduce((sum, entry) => sum + entry.pending, 0),
+      dead: found.reduce((sum, entry) => sum + entry.dead, 0),
+      oldestPendingAgeSeconds: Math.max(0, ...found.map((entry) => entry.oldest_pending_age_seconds ?? 0)),
     };
   };
   return {
     connectionsByStatus: (row.connections ?? {}) as Partial<Record<ConnectionStatus, number>>,
-    removals: backlogOf('provider_item_remove'),
-    notifications: backlogOf('website_notification'),
+    removals: backlogOf(REMOVAL_KINDS),
+    notifications: backlogOf(['website_notification']),
   };
 }

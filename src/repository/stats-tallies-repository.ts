@@ -1,10 +1,11 @@
 import type { ConnectionStatus } from '../vocabulary/connection-statuses';
+import type { ProviderName } from '../vocabulary/providers';
 import type { Queryable } from './queryable';
 
 /**
- * Users, connections and accounts, in total and per app, institution, status and account type: what
- * the triggers of migration `stats-tallies` keep in `stats_tallies` as every connection and account
- * changes. Exact figures (each is summed over its slots), read in a few hundred rows at any size.
+ * Users, connections and accounts, in total and per app, institution, status, account type and provider:
+ * what the triggers of migration `stats-tallies` (and `teller-account-removals-and-provider-figures`, for
+ * the provider) keep in `stats_tallies` as every connection and account changes. Exact figures (each is summed over its slots), read in a few hundred rows at any size.
  */
 export interface TalliedFigures {
   totals: { users: number; connections: number; accounts: number };
@@ -21,6 +22,8 @@ export interface TalliedFigures {
   byStatus: { status: ConnectionStatus; connections: number }[];
   /** Most accounts first, then by type and subtype; at most the entry limit asked for. */
   byAccountType: { type: string; subtype: string | null; accounts: number }[];
+  /** Providers that hold connections. */
+  byProvider: { provider: ProviderName; connections: number; accounts: number }[];
 }
 
 /**
@@ -38,6 +41,7 @@ export async function readTalliedFigures(
     top_institutions: TalliedFigures['topInstitutions'];
     by_status: TalliedFigures['byStatus'];
     by_account_type: TalliedFigures['byAccountType'];
+    by_provider: TalliedFigures['byProvider'];
   }>(
     `WITH figure AS MATERIALIZED (
        SELECT dimension, key, sum(users)::int AS users, sum(connections)::int AS connections,
@@ -62,7 +66,10 @@ export async function readTalliedFigures(
             (SELECT coalesce(json_agg(t ORDER BY t.accounts DESC, t.type, t.subtype), '[]')
                FROM (SELECT key ->> 0 AS type, key ->> 1 AS subtype, accounts
                        FROM figure WHERE dimension = 'account_type' AND accounts > 0
-                      ORDER BY accounts DESC, type, subtype LIMIT $2) t) AS by_account_type`,
+                      ORDER BY accounts DESC, type, subtype LIMIT $2) t) AS by_account_type,
+            (SELECT coalesce(json_agg(json_build_object('provider', key ->> 0, 'connections', connections,
+                                                        'accounts', accounts)), '[]')
+               FROM figure WHERE dimension = 'provider' AND connections > 0) AS by_provider`,
     [limits.topInstitutions, limits.entries],
   );
   const row = rows[0]!;
@@ -72,5 +79,6 @@ export async function readTalliedFigures(
     topInstitutions: row.top_institutions,
     byStatus: row.by_status,
     byAccountType: row.by_account_type,
+    byProvider: row.by_provider,
   };
 }

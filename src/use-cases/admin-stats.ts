@@ -8,6 +8,7 @@ import { readTalliedFigures } from '../repository/stats-tallies-repository';
 import { CONNECTION_STATUSES, type ConnectionStatus } from '../vocabulary/connection-statuses';
 import { EVENT_KINDS } from '../vocabulary/event-kinds';
 import { MAX_STATS_ENTRIES } from '../vocabulary/field-limits';
+import { PROVIDERS } from '../vocabulary/providers';
 
 const WINDOWS = { last_24h: 24 * 3600e3, last_7d: 7 * 24 * 3600e3, last_30d: 30 * 24 * 3600e3 } as const;
 
@@ -38,7 +39,7 @@ export class AdminStats {
         ),
       ]),
     );
-    const { totals, byApp, topInstitutions: top, byStatus, byAccountType } = rows.tallied;
+    const { totals, byApp, topInstitutions: top, byStatus, byAccountType, byProvider } = rows.tallied;
     // `institutions` is the former name of `connections` (it always counted connections), kept beside it.
     return {
       generated_at: now.toISOString(),
@@ -61,6 +62,11 @@ export class AdminStats {
         accounts: institution.accounts,
       })),
       by_account_type: byAccountType,
+      // Every provider, in the declared order, zeros included: a provider with nothing is still one.
+      by_provider: PROVIDERS.map((provider) => {
+        const figures = byProvider.find((row) => row.provider === provider);
+        return { provider, connections: figures?.connections ?? 0, accounts: figures?.accounts ?? 0 };
+      }),
       activity: {
         windows: Object.fromEntries(
           Object.entries(WINDOWS).map(([window, ms]) => [

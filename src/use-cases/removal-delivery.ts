@@ -1,3 +1,4 @@
+import type { RemovalKind } from '../repository/outbox-repository';
 import type { UseCaseDependencies } from './use-case-dependencies';
 
 /** How long a removal's answer waits for the provider-side removal when no setting says otherwise. */
@@ -7,8 +8,9 @@ const DEFAULT_REMOVAL_WAIT_MS = 2_000;
 export async function deliverRemoval(
   deps: Pick<UseCaseDependencies, 'removalDelivery' | 'removalWaitMs'>,
   outboxId: string,
+  kind?: RemovalKind,
 ): Promise<void> {
-  await deps.removalDelivery.deliverSoon(outboxId, removalWaitMsOf(deps));
+  await deps.removalDelivery.deliverSoon(outboxId, removalWaitMsOf(deps), kind);
 }
 
 /** How long a removal's answer waits, in all, for the provider-side removals it queued. */

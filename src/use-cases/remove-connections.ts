@@ -18,7 +18,8 @@ export const USER_REMOVAL_BATCH_SIZE = 20;
 /**
  * Removals the website asks for: one account (the connection goes with its last account), a whole
  * connection (named by its item_id or its access token), or every connection of a user. Each commits
- * locally with an outbox row; the Item's removal at the provider follows.
+ * locally with an outbox row; the Item's removal at the provider follows (for a Teller account whose
+ * connection stays, that account's own removal at Teller).
  */
 export class ConnectionRemovals {
   constructor(private readonly deps: UseCaseDependencies) {}
@@ -46,6 +47,8 @@ export class ConnectionRemovals {
     });
     this.deps.websiteNotifications.deliverSoon();
     if (outcome.outboxId) await deliverRemoval(this.deps, outcome.outboxId);
+    else if (outcome.accountRemovalId)
+      await deliverRemoval(this.deps, outcome.accountRemovalId, 'provider_account_remove');
     return { connectionRemoved: outcome.outboxId !== undefined };
   }
 

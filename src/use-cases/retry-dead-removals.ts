@@ -35,7 +35,7 @@ export function isOutboxId(id: string): boolean {
 }
 
 /**
- * Hands dead removals (all, or those of `ids`) back to the worker: pending, due now, and a fresh retry
+ * Hands dead removals (of Items and of single accounts; all, or those of `ids`) back to the worker: pending, due now, and a fresh retry
  * horizon. Used by `POST /admin/removals/retry-dead` and `npm run retry-dead-removals`.
  */
 export class DeadRemovalRetry {
@@ -51,6 +51,9 @@ export class DeadRemovalRetry {
           removals: revived.slice(0, 100).map((removal) => ({
             outbox_id: removal.id,
             item_id: removal.provider_item_id,
+            ...(removal.provider_account_id === null
+              ? {}
+              : { provider_account_id: removal.provider_account_id }),
             last_error: removal.last_error,
             queued_at: removal.previous_created_at,
           })),

@@ -7,6 +7,7 @@ import type { ServiceMetrics } from '../observability/metrics';
 import type { AccountProvider } from '../provider/account-provider';
 import type { TellerConnectVerifier } from '../provider/teller-connect-verifier';
 import type { TellerProvider } from '../provider/teller-provider';
+import type { RemovalKind } from '../repository/outbox-repository';
 import type { TellerEnvironment } from '../vocabulary/teller-calls';
 
 /** Seams for tests that must stop at an exact point: a database outage, a race window. */
@@ -29,10 +30,13 @@ export interface UseCaseHooks {
   beforeReencryptionWrite?: (table: string, rowKeys: string[]) => Promise<void>;
 }
 
-/** The Item-removal worker as use cases see it: one attempt right after a removal committed. */
+/** The removal worker as use cases see it: one attempt right after a removal committed. */
 export interface RemovalDelivery {
-  /** Attempts the removal now and waits for it at most `waitMs`; the worker retries the rest. */
-  deliverSoon(outboxId: string, waitMs: number): Promise<void>;
+  /**
+   * Attempts the removal now and waits for it at most `waitMs`; the worker retries the rest. An Item's
+   * removal unless `kind` says it is an account's.
+   */
+  deliverSoon(outboxId: string, waitMs: number, kind?: RemovalKind): Promise<void>;
   /** A pass over every due removal soon, without waiting for the poll (many removals committed at once). */
   wake(): void;
 }

@@ -1,12 +1,17 @@
 /**
- * Why an Item's removal at the provider was queued, declared once: the outbox rows, the database's
- * CHECK (compared by a test) and the admin views are built from this list.
+ * Why an Item's (or one account's) removal at the provider was queued, declared once: the outbox rows,
+ * the database's CHECK (compared by a test) and the admin views are built from this list.
  */
 export const REMOVAL_REASONS = [
   /** The website removed the connection (`/remove-institution`). */
   'institution_removed',
   /** The website removed the connection's last account (`/remove-account`). */
   'last_account_removed',
+  /**
+   * One account of a connection that stays was removed: that account alone is removed at a provider that
+   * removes single accounts (Teller's `DELETE /accounts/{id}`).
+   */
+  'account_removed',
   /** The website removed every connection of the user (`/remove-user`: the subscription ended). */
   'user_removed',
   /** The user revoked the connection at the bank (`USER_PERMISSION_REVOKED`). */

@@ -52,6 +52,7 @@ describe('GET /admin/accounts', () => {
       subtype: 'checking',
       status: 'good',
       created_at: expect.stringMatching(/^\d{4}-\d\d-\d\dT/),
+      provider: 'plaid',
     });
     expect(response.text).not.toMatch(/access-sandbox|access_token|ciphertext/);
   });
@@ -250,10 +251,10 @@ describe('GET /admin/accounts', () => {
     expect(response.headers['content-type']).toMatch(/^text\/csv/);
     const lines = response.text.trimEnd().split('\n');
     expect(lines[0]).toBe(
-      'provider_account_id,subscription_user_id,app_name,institution_id,institution_name,name,mask,type,subtype,created_at,status,item_id',
+      'provider_account_id,subscription_user_id,app_name,institution_id,institution_name,name,mask,type,subtype,created_at,status,item_id,provider',
     );
     expect(lines).toHaveLength(13);
-    expect(lines.slice(1).every((line) => line.endsWith(`,good,${items.bob}`))).toBe(true);
+    expect(lines.slice(1).every((line) => line.endsWith(`,good,${items.bob},plaid`))).toBe(true);
     expect(lines[1]).toContain(
       `,${users.bob},"Savings, ""Pro""",ins_109511,Tartan Bank,Plaid Checking,0000,depository,checking,`,
     );

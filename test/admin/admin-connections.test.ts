@@ -29,7 +29,7 @@ const ISO = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/;
 const CSV_HEADER =
   'item_id,subscription_user_id,app_name,institution_id,institution_name,status,error_code,' +
   'consent_expiration_time,disconnect_reason,disconnect_time,new_accounts_available,accounts,created_at,' +
-  'updated_at,last_webhook_at';
+  'updated_at,last_webhook_at,provider';
 
 async function waitFor<T>(what: string, read: () => Promise<T>, done: (value: T) => boolean): Promise<T> {
   const deadline = Date.now() + 10_000;
@@ -92,6 +92,7 @@ describe('GET /admin/connections and GET /admin/connections/{item_id}', () => {
       created_at: expect.stringMatching(ISO),
       updated_at: expect.stringMatching(ISO),
       last_webhook_at: null,
+      provider: 'plaid',
     });
     const [stored] = await rowsOf(
       service,
@@ -320,7 +321,7 @@ describe('GET /admin/connections and GET /admin/connections/{item_id}', () => {
     expect(lines[1]).toMatch(
       new RegExp(
         `^${items.aliceTartan},${users.alice},"Savings, ""Pro""",ins_109511,Tartan Bank,good,,,,,false,12,` +
-          `[^,]+Z,[^,]+Z,[^,]+Z$`,
+          `[^,]+Z,[^,]+Z,[^,]+Z,plaid$`,
       ),
     );
   });

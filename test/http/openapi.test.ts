@@ -572,6 +572,7 @@ describe('GET /openapi.json', () => {
       'institution_id',
       'item_id',
       'limit',
+      'provider',
       'provider_account_id',
       'status',
       'subscription_user_id',
@@ -585,6 +586,7 @@ describe('GET /openapi.json', () => {
       'institution_id',
       'item_id',
       'limit',
+      'provider',
       'status',
       'subscription_user_id',
     ]);

@@ -7,7 +7,7 @@ import {
   writeConnectionHealth,
 } from '../../repository/connections-repository';
 import { recordEvent } from '../../repository/events-repository';
-import { enqueueItemRemoval } from '../../repository/outbox-repository';
+import { enqueueAccountRemoval, enqueueItemRemoval } from '../../repository/outbox-repository';
 import type { BankAccount } from '../../vocabulary/bank-account';
 import type { NotifiedRemovalReason, StatusChangeSource } from '../../vocabulary/notification-types';
 import type { RemovalReason } from '../../vocabulary/removal-reasons';
@@ -44,6 +44,14 @@ const WHOLE_CONNECTION_REMOVAL_REASON: Record<EndedBy, RemovalReason> = {
 };
 
 /**
+ * Whether a provider removes one account of a connection on its own. Teller does: `DELETE /accounts/{id}`
+ * ends the application's access to that account (https://teller.io/docs/api/accounts, "Delete Account").
+ * Plaid has no such call: an Item's accounts go with the Item, so a Plaid account removed here stays
+ * shared with Plaid until its Item is removed.
+ */
+const REMOVES_SINGLE_ACCOUNTS: Record<ProviderName, boolean> = { plaid: false, teller: true };
+
+/**
  * Queues the removal of an Item that never became a connection (its exchange failed, or duplicated
  * one), unless a stored connection holds it (a public token from update mode names an existing Item):
  * that Item is never removed. Undefined then.
@@ -72,8 +80,10 @@ export async function queueRemovalOfUnstoredItem(
 /**
  * Removes one account of a locked connection, and the connection with its last account (queuing the
  * Item's removal). Every removal in one connection holds that connection's row lock, so "was it the
- * last account?" is answered by one transaction at a time. Returns the outbox row when the connection
- * went, undefined when it stays; false when the account is not (or no longer) in this connection.
+ * last account?" is answered by one transaction at a time. Returns the Item's removal (`outboxId`) when
+ * the connection went, undefined when it stays; then, at a provider that removes single accounts (Teller),
+ * the account's own removal there (`accountRemovalId`). False when the account is not (or no longer) in
+ * this connection.
  */
 export async function removeAccountOfConnection(
   client: PoolClient,
@@ -82,7 +92,7 @@ export async function removeAccountOfConnection(
   providerAccountId: string,
   endedBy: EndedBy,
   afterAccountDeleted?: () => Promise<void>,
-): Promise<{ outboxId: string | undefined } | false> {
+): Promise<{ outboxId: string | undefined; accountRemovalId?: string | undefined } | false> {
   if (!(await deleteAccount(client, providerAccountId, connection.id))) return false;
   await afterAccountDeleted?.();
   const last = (await countAccounts(client, connection.id)) === 0;
@@ -101,7 +111,19 @@ export async function removeAccountOfConnection(
       ...(endedBy === 'bank' ? { reason: 'revoked_at_institution' } : {}),
     },
   });
-  if (!last) return { outboxId: undefined };
+  if (!last) {
+    // With its last account the whole enrollment is revoked instead, which covers this account too.
+    const accountRemovalId = REMOVES_SINGLE_ACCOUNTS[connection.provider]
+      ? await enqueueAccountRemoval(client, {
+          providerItemId: connection.itemId,
+          providerAccountId,
+          accessTokenCiphertext: connection.accessTokenCiphertext,
+          subscriptionUserId: connection.subscriptionUserId,
+          provider: connection.provider,
+        })
+      : undefined;
+    return { outboxId: undefined, accountRemovalId };
+  }
   await notifyWebsite(client, notifications, connection, 'connection.removed', {
     reason,
     accounts_removed: 0,

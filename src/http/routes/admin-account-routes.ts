@@ -11,7 +11,7 @@ import { adminStatsResponse } from '../schemas/admin-stats-schemas';
 import type { z } from '../schemas/common-schemas';
 import { EXPORT_DESCRIPTION, answerAdminList, exportExamples, type ExportShape } from '../streamed-export';
 
-/** The CSV columns: `item_id` came later, so it comes last, after `status`. */
+/** The CSV columns: `item_id` came later, so it comes after `status`; `provider` later still, last. */
 const ACCOUNT_EXPORT: ExportShape<AdminAccount> = {
   what: 'account',
   csvColumns: [
@@ -27,6 +27,7 @@ const ACCOUNT_EXPORT: ExportShape<AdminAccount> = {
     'created_at',
     'status',
     'item_id',
+    'provider',
   ],
 };
 
@@ -72,6 +73,7 @@ export const listAdminAccounts = defineEndpoint({
       createdAfter: query.created_after,
       createdBefore: query.created_before,
       status: query.status,
+      provider: query.provider,
     };
     return answerAdminList(useCases.adminAccounts, filters, query, ACCOUNT_EXPORT, { req, res }, (page) => ({
       accounts: page.items,
@@ -112,6 +114,10 @@ const EXAMPLE_STATS: Example<z.input<typeof adminStatsResponse>> = {
     by_account_type: [
       { type: 'depository', subtype: 'checking', accounts: 6 },
       { type: 'credit', subtype: 'credit card', accounts: 6 },
+    ],
+    by_provider: [
+      { provider: 'plaid', connections: 3, accounts: 35 },
+      { provider: 'teller', connections: 0, accounts: 0 },
     ],
     activity: {
       windows: {
@@ -165,10 +171,11 @@ export const getAdminStats = defineEndpoint({
   summary: 'System-wide statistics',
   description:
     'Users, connections and accounts, per app name, institution and account type (`institutions` is the ' +
-    'former name of `connections`: the same figure, kept for compatibility); connections per status; ' +
+    'former name of `connections`: the same figure, kept for compatibility); connections and accounts per ' +
+    'provider (`by_provider`: Plaid and Teller); connections per status; ' +
     'activity over the last 24 hours, 7 and 30 days, counted from the append-only `events` table (the ' +
     'database refuses updates, and deletes but the retention of rows older than 31 days); removals still ' +
-    'pending at Plaid, or dead; stored access tokens per encryption key (`tokens_by_key`: when an old key ' +
+    'pending at the provider (Items, and single Teller accounts), or dead; stored access tokens per encryption key (`tokens_by_key`: when an old key ' +
     'can be dropped). Every ' +
     'figure comes from one snapshot, read on one connection of the admin pool.',
   response: { description: 'Statistics', schema: adminStatsResponse, examples: { stats: EXAMPLE_STATS } },

@@ -28,6 +28,8 @@ const CONNECTION_EXPORT: ExportShape<AdminConnection> = {
     'created_at',
     'updated_at',
     'last_webhook_at',
+    // Came later: last, so that existing columns keep their places.
+    'provider',
   ],
 };
 
@@ -47,6 +49,7 @@ const EXAMPLE_CONNECTION: AdminConnection = {
   created_at: '2026-11-22T02:13:13.177Z',
   updated_at: '2026-11-23T09:40:02.511Z',
   last_webhook_at: '2026-11-23T09:40:02.498Z',
+  provider: 'plaid',
 };
 
 export const listAdminConnections = defineEndpoint({
@@ -91,6 +94,7 @@ export const listAdminConnections = defineEndpoint({
       status: query.status,
       createdAfter: query.created_after,
       createdBefore: query.created_before,
+      provider: query.provider,
     };
     return answerAdminList(
       useCases.adminConnections,

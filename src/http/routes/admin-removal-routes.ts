@@ -27,7 +27,8 @@ export const retryDeadRemovals = defineEndpoint({
   path: '/admin/removals/retry-dead',
   access: 'admin',
   tags: ['Admin'],
-  summary: 'Hand dead Item removals back to the worker (all, or those of `ids`), with a fresh retry horizon',
+  summary:
+    'Hand dead removals (of Items and of Teller accounts) back to the worker (all, or those of `ids`), with a fresh retry horizon',
   description:
     'Each dead removal goes back to pending, due now, with a fresh retry horizon; the worker of any ' +
     'instance picks it up on its next pass, and `provider_removals.dead` in `/admin/stats` drops. Without ' +
@@ -61,15 +62,21 @@ export const listAdminRemovals = defineEndpoint({
   path: '/admin/removals',
   access: 'admin',
   tags: ['Admin'],
-  summary: 'List Item removals at Plaid by state: why an Item is still billed',
+  summary: 'List removals at the provider by state: why an Item (or a Teller account) is still shared',
   description:
-    'Every removal of an Item at Plaid in one state, oldest first, in keyset pages (`next_cursor`, ' +
+    'Every removal at a provider in one state, oldest first, in keyset pages (`next_cursor`, ' +
     'signed as on `/admin/accounts`): `pending` (still being tried: `attempts`, Plaid’s last error code ' +
     'and message in `last_error`, and when the next attempt is due), `dead` (given up after ' +
     '`OUTBOX_RETRY_HORIZON_HOURS`; the Item stays billed until `POST /admin/removals/retry-dead`), or ' +
     '`done`. `last_error` keeps the last cause Plaid gave: attempts refused while the worker’s circuit ' +
     'breaker was open do not overwrite it. `subscription_user_id` is null only for removals queued before ' +
-    'it was recorded. Never a token.',
+    'it was recorded. Never a token.\n\n' +
+    'A removal is of a whole Item (`provider_account_id: null`): Plaid’s `/item/remove`, or, for ' +
+    '`provider: teller`, Teller’s `DELETE /accounts`, which revokes the enrollment; or of one Teller ' +
+    'account (`provider_account_id` set, `reason: account_removed`): Teller’s `DELETE /accounts/{id}`, queued ' +
+    'when the website removes one account of a Teller connection that keeps others. Both are delivered ' +
+    'alike (an answer that the Item or account is already gone counts as done), counted together in ' +
+    '`provider_removals`, and retried together by `POST /admin/removals/retry-dead`.',
   query: { schema: adminRemovalsQuery },
   response: {
     description: 'A page of removals',
@@ -91,6 +98,31 @@ export const listAdminRemovals = defineEndpoint({
               next_attempt_at: '2026-11-22T02:15:00.000Z',
               created_at: '2026-11-22T02:13:13.177Z',
               completed_at: null,
+              provider: 'plaid',
+              provider_account_id: null,
+            },
+          ],
+          next_cursor: null,
+        },
+      },
+      tellerAccount: {
+        summary: 'One Teller account removed on its own, waiting for Teller to come back',
+        value: {
+          removals: [
+            {
+              id: '57',
+              item_id: 'enr_oiin624kqjrg2mp2ea000',
+              subscription_user_id: 'user-42',
+              reason: 'account_removed',
+              state: 'pending',
+              attempts: 2,
+              last_status: 502,
+              last_error: 'bad_gateway: the institution did not answer',
+              next_attempt_at: '2026-11-22T02:14:10.000Z',
+              created_at: '2026-11-22T02:13:13.177Z',
+              completed_at: null,
+              provider: 'teller',
+              provider_account_id: 'acc_oiin624iajrg2mp2ea000',
             },
           ],
           next_cursor: null,

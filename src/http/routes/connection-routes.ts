@@ -106,6 +106,7 @@ export const getConnectionStatus = defineEndpoint({
                   subtype: 'checking',
                 },
               ],
+              provider: 'plaid',
             },
           ],
         },
@@ -134,6 +135,7 @@ export const getConnectionStatus = defineEndpoint({
           type: account.type,
           subtype: account.subtype,
         })),
+        provider: connection.provider,
       })),
     };
   },

@@ -20,6 +20,11 @@ const ASYNCHRONOUS_REMOVAL =
   '`OUTBOX_RETRY_HORIZON_HOURS` (7 days) after it was queued is marked dead and counted in ' +
   '`/admin/stats` (`provider_removals.dead`); its Item stays billed until an operator retries it ' +
   '(`POST /admin/removals/retry-dead`).\n\n' +
+  'A Teller connection (`provider: teller` in `/connection-status`; its `item_id` is the enrollment id) ' +
+  'is removed at Teller the same way, with `DELETE /accounts`, which revokes the enrollment; one account ' +
+  'removed from a Teller connection that keeps others is removed at Teller on its own, with ' +
+  '`DELETE /accounts/{id}` (Plaid has no such call: a Plaid account stays with its Item). An enrollment ' +
+  'or account Teller says is already gone counts as done.\n\n' +
   'Something that does not exist, was already removed, or belongs to another `subscription_user_id` ' +
   'always gets the same `404`, so existence does not leak.';
 

@@ -2,6 +2,7 @@ import { OUTBOX_ID_PATTERN, isOutboxId } from '../../use-cases/retry-dead-remova
 import { CONNECTION_STATUSES } from '../../vocabulary/connection-statuses';
 import { EVENT_KINDS } from '../../vocabulary/event-kinds';
 import { NOTIFICATION_TYPES } from '../../vocabulary/notification-types';
+import { PROVIDERS } from '../../vocabulary/providers';
 import { REMOVAL_REASONS } from '../../vocabulary/removal-reasons';
 import {
   MAX_CODE_LENGTH,
@@ -12,6 +13,7 @@ import {
   MAX_TYPE_LENGTH,
   connectionStatusSchema,
   count,
+  providerSchema,
   text,
   wireText,
   wireTimestamp,
@@ -120,6 +122,11 @@ const connectionFilters = {
   item_id: filter('DWVAAPWq4RHGlEaNyGKRTAnPLaEmo8Cvq7na6', "Plaid's id of the connection (the Item)."),
   institution_id: filter('ins_109508'),
   app_name: filter('Budget App'),
+  // The enum itself, not the Provider component: a query parameter's schema carries its own example.
+  provider: z.enum(PROVIDERS).optional().openapi({
+    description: 'Only connections held by this aggregator; any other value is `400 VALIDATION_FAILED`.',
+    example: 'teller',
+  }),
 };
 
 const createdAfter = isoDateTime
@@ -161,6 +168,7 @@ export const adminAccountSchema = z
     subtype: wireText(MAX_TYPE_LENGTH).nullable(),
     created_at: wireTimestamp(),
     status: connectionStatusSchema,
+    provider: providerSchema,
   })
   .openapi('AdminAccount');
 
@@ -178,6 +186,7 @@ export const EXAMPLE_ADMIN_ACCOUNT: z.input<typeof adminAccountSchema> = {
   subtype: 'checking',
   status: 'good',
   created_at: '2026-11-22T02:13:13.177Z',
+  provider: 'plaid',
 };
 
 export const adminAccountsResponse = z
@@ -217,6 +226,7 @@ export const adminConnectionSchema = z
     last_webhook_at: wireTimestamp()
       .nullable()
       .openapi({ description: 'When Plaid last sent a webhook about the Item; null if never.' }),
+    provider: providerSchema,
   })
   .openapi('AdminConnection');
 
@@ -364,6 +374,15 @@ export const adminRemovalsResponse = z
             reason: z.enum(REMOVAL_REASONS),
             state: z.enum(['pending', 'dead', 'done']),
             completed_at: wireTimestamp().nullable(),
+            provider: providerSchema.openapi({ description: 'Where the removal is made.' }),
+            provider_account_id: wireText(MAX_ID_LENGTH)
+              .nullable()
+              .openapi({
+                description:
+                  'The account removed on its own at the provider (Teller’s `DELETE /accounts/{id}`, when ' +
+                  'the website removed one account of a Teller connection that keeps others); null for the ' +
+                  'removal of a whole Item (Plaid’s `/item/remove`, Teller’s `DELETE /accounts`).',
+              }),
           })
           .openapi('AdminRemoval'),
       )

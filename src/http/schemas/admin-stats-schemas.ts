@@ -1,11 +1,13 @@
 import { CONNECTION_STATUSES } from '../../vocabulary/connection-statuses';
 import { EVENT_KINDS, type EventKind } from '../../vocabulary/event-kinds';
+import { PROVIDERS } from '../../vocabulary/providers';
 import {
   MAX_ID_LENGTH,
   MAX_NAME_LENGTH,
   MAX_STATS_ENTRIES,
   MAX_TYPE_LENGTH,
   count,
+  providerSchema,
   wireText,
   wireTimestamp,
   z,
@@ -70,6 +72,20 @@ export const adminStatsResponse = z
       }),
       `Per account type and subtype, most accounts first; at most ${MAX_STATS_ENTRIES}.`,
     ),
+    by_provider: z
+      .array(
+        z.object({
+          provider: providerSchema,
+          connections: count().openapi({ description: "The provider's active connections." }),
+          accounts: count(),
+        }),
+      )
+      .max(PROVIDERS.length)
+      .openapi({
+        description:
+          'Per provider (the aggregator holding the connections), every provider listed (zeros included), ' +
+          'in a fixed order: `plaid`, then `teller`. Kept exact by the database as the other figures are.',
+      }),
     activity: z.object({
       windows: z.object({ last_24h: window, last_7d: window, last_30d: window }),
       last_24h: activityCounts,
@@ -85,9 +101,13 @@ export const adminStatsResponse = z
       )
       .openapi({ description: 'Connections in each status, every status listed (zeros included).' }),
     provider_removals: z.object({
-      pending: count().openapi({ description: 'Item removals still being retried at the provider.' }),
+      pending: count().openapi({
+        description:
+          'Removals still being retried at the provider: of Items, and of single Teller accounts ' +
+          '(GET /admin/removals lists them).',
+      }),
       dead: count().openapi({
-        description: 'Item removals that gave up; retry them with POST /admin/removals/retry-dead.',
+        description: 'Removals that gave up; retry them with POST /admin/removals/retry-dead.',
       }),
     }),
     notifications: z

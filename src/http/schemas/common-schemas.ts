@@ -3,6 +3,7 @@ import { z } from 'zod';
 import type { ConnectedAccount } from '../../domain/connections/connection';
 import type { ConnectionReference } from '../../domain/connections/connection-reference';
 import { CONNECTION_STATUSES } from '../../vocabulary/connection-statuses';
+import { PROVIDERS } from '../../vocabulary/providers';
 import {
   MAX_CODE_LENGTH,
   MAX_ID_LENGTH,
@@ -226,6 +227,13 @@ export const connectionStatusSchema = z.enum(CONNECTION_STATUSES).openapi('Conne
     'What Plaid last said about the connection: `good`; `login_required` (send the user through update mode); ' +
     '`pending_expiration` (consent ends at `consent_expiration_time`); `pending_disconnect` (Plaid will ' +
     'disconnect it); `error` (see `error_code`).',
+});
+
+/** Which aggregator holds a connection, from the one list of them (src/vocabulary/providers.ts). */
+export const providerSchema = z.enum(PROVIDERS).openapi('Provider', {
+  description:
+    'The aggregator holding the connection: `plaid` (its `item_id` is the Plaid Item’s id) or `teller` ' +
+    '(its `item_id` is the Teller enrollment’s id).',
 });
 
 export const connectedAccountSchema = z

@@ -8,6 +8,7 @@ import {
   connectedAccountSchema,
   connectionStatusSchema,
   namingOneConnection,
+  providerSchema,
   subscriptionUserId,
   wireText,
   wireTimestamp,
@@ -58,6 +59,7 @@ const connectionOverview = z
         }),
       )
       .max(100),
+    provider: providerSchema,
   })
   .openapi('ConnectionOverview');
 

@@ -24,6 +24,7 @@ export function toAdminAccount(row: AdminAccountRow): AdminAccount {
     subtype: row.subtype,
     status: row.status,
     created_at: row.created_at,
+    provider: row.provider,
   };
 }
 

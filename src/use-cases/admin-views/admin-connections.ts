@@ -49,6 +49,7 @@ function toAdminConnection(row: AdminConnectionRow): AdminConnection {
     created_at: row.created_at.toISOString(),
     updated_at: row.updated_at.toISOString(),
     last_webhook_at: iso(row.last_webhook_at),
+    provider: row.provider,
   };
 }
 

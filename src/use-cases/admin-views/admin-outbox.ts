@@ -1,6 +1,7 @@
 import type { Pool } from '../../db/pool';
 import type { Logger } from '../../observability/logger';
 import {
+  REMOVAL_KINDS,
   listOutboxPage,
   requeueNotifications,
   type OutboxKind,
@@ -50,16 +51,14 @@ export class AdminOutbox {
     },
   ) {}
 
+  /** Removals of Items and of single accounts, in one list: both are what keeps a provider sharing data. */
   async listRemovals(state: keyof typeof REMOVAL_STATES, cursor: string | undefined, limit: number) {
-    const { items, nextCursor } = await this.page(
-      'provider_item_remove',
-      REMOVAL_STATES[state],
-      cursor,
-      limit,
-    );
+    const { items, nextCursor } = await this.page(REMOVAL_KINDS, REMOVAL_STATES[state], cursor, limit);
     return {
       removals: items.map((row) => ({
         ...commonFields(row),
+        provider: row.provider,
+        provider_account_id: row.provider_account_id,
         reason: required(row.reason, 'reason'),
         state,
         completed_at: timeOrNull(row.completed_at),
@@ -74,7 +73,7 @@ export class AdminOutbox {
     limit: number,
   ) {
     const { items, nextCursor } = await this.page(
-      'website_notification',
+      ['website_notification'],
       NOTIFICATION_STATES[state],
       cursor,
       limit,
@@ -103,12 +102,12 @@ export class AdminOutbox {
     return requeued.length;
   }
 
-  private page(kind: OutboxKind, state: RowState, cursor: string | undefined, limit: number) {
+  private page(kinds: readonly OutboxKind[], state: RowState, cursor: string | undefined, limit: number) {
     return readKeysetPage(
       this.deps.cursorKey,
       cursor,
       limit,
-      (afterId, rows) => listOutboxPage(this.deps.pool, { kind, state, afterId, limit: rows }),
+      (afterId, rows) => listOutboxPage(this.deps.pool, { kinds, state, afterId, limit: rows }),
       (row) => row,
     );
   }

@@ -192,11 +192,13 @@ export const connectedAccountSchema = z
     type: wireText(MAX_TYPE_LENGTH),
     subtype: wireText(MAX_TYPE_LENGTH).nullable(),
     institution_id: wireText(MAX_ID_LENGTH).openapi({
-      description: "The institution's id at the connection's aggregator: Plaid's (`ins_…`), or Teller's (`chase`).",
+      description:
+        "The institution's id at the connection's aggregator: Plaid's (`ins_…`), or Teller's (`chase`).",
     }),
     institution_name: wireText(MAX_NAME_LENGTH),
     item_id: wireText(MAX_ID_LENGTH).openapi({
-      description: "Plaid's id of the connection (the Item); for a Teller connection, Teller's enrollment id.",
+      description:
+        "Plaid's id of the connection (the Item); for a Teller connection, Teller's enrollment id.",
     }),
     status: connectionStatusSchema,
     access_token: wireText(MAX_ID_LENGTH)

@@ -55,11 +55,9 @@ const tellerConnectOptions = z
     nonce: wireText(MAX_ID_LENGTH).openapi({
       description: 'The `nonce`: the same as `link_token`. Connect signs its success payload over it.',
     }),
-    enrollment_id: wireText(MAX_ID_LENGTH)
-      .optional()
-      .openapi({
-        description: 'Update mode only: the `enrollmentId` Connect repairs (the connection’s `item_id`).',
-      }),
+    enrollment_id: wireText(MAX_ID_LENGTH).optional().openapi({
+      description: 'Update mode only: the `enrollmentId` Connect repairs (the connection’s `item_id`).',
+    }),
   })
   .openapi('TellerConnectOptions', {
     description:
@@ -136,14 +134,9 @@ export const tellerEnrollmentSchema = z
     }),
     signatures: z
       .array(
-        z
-          .string()
-          .max(MAX_SIGNATURE_LENGTH)
-          .regex(SIGNATURE, 'must be a base64 signature')
-          .openapi({
-            example:
-              'x8Kb0v3Ea4cYI2g1hX0vW7sPzq5mY9tJfQe6Lr2uN8aK4dS1oC7jV3bH6nM0wT9yR5zG2pF8iU1eA4lD7kQcBw==',
-          }),
+        z.string().max(MAX_SIGNATURE_LENGTH).regex(SIGNATURE, 'must be a base64 signature').openapi({
+          example: 'x8Kb0v3Ea4cYI2g1hX0vW7sPzq5mY9tJfQe6Lr2uN8aK4dS1oC7jV3bH6nM0wT9yR5zG2pF8iU1eA4lD7kQcBw==',
+        }),
       )
       .min(1)
       .max(MAX_CONNECT_SIGNATURES)
@@ -246,11 +239,8 @@ export const exchangePublicTokenResponse = z
       description:
         '`teller` for a Teller connection; absent from Plaid’s answers, which are as they always were.',
     }),
-    accounts: z
-      .array(connectedAccountSchema)
-      .max(100)
-      .openapi({
-        description: 'The connection’s accounts; Plaid sends at most 100 per Item, Teller as many.',
-      }),
+    accounts: z.array(connectedAccountSchema).max(100).openapi({
+      description: 'The connection’s accounts; Plaid sends at most 100 per Item, Teller as many.',
+    }),
   })
   .openapi('ExchangePublicTokenResponse');

@@ -136,6 +136,45 @@ describe('POST /exchange-public-token with provider teller', () => {
     expect(await providerExchangesOfUser(service, user)).toHaveLength(1);
   });
 
+  it('when the same payload is sent again after its nonce expired, then it is still a replay: the nonce is this enrollment’s', async () => {
+    const user = uniqueUserId();
+    const { nonce, payload, response: first } = await connectThroughTeller(service, user);
+    await rowsOf(
+      service,
+      `UPDATE link_nonces SET expires_at = now() - interval '1 second' WHERE nonce = $1`,
+      [nonce],
+    );
+    service.teller!.clearCalls();
+
+    const replay = await exchangeEnrollment(service, user, payload);
+
+    expect(replay.status).toBe(200);
+    expect(replay.body).toEqual(first.body);
+    expect(service.teller!.calls()).toEqual([]);
+  });
+
+  it('when two enrollments signed over one nonce are exchanged at once, then the first to bind it is stored and the other refused, never Teller-called', async () => {
+    const user = uniqueUserId();
+    const nonce = await tellerNonceFor(service, user);
+    const chase = service.teller!.completeConnect({ nonce });
+    const wellsFargo = service.teller!.completeConnect({ nonce, institution: 'wells_fargo' });
+
+    const responses = await Promise.all([
+      exchangeEnrollment(service, user, chase),
+      exchangeEnrollment(service, user, wellsFargo),
+    ]);
+
+    expect(responses.map((response) => response.status).sort()).toEqual([200, 400]);
+    const refused = responses.find((response) => response.status === 400)!;
+    expect(refused.body.code).toBe('INVALID_ENROLLMENT');
+    const stored = await providerConnectionsOfUser(service, user);
+    expect(stored).toHaveLength(1);
+    const [bound] = await linkNoncesOfUser(service, user);
+    expect(bound!.enrollment_id).toBe(stored[0]!.provider_item_id);
+    const loser = bound!.enrollment_id === chase.enrollment.id ? wellsFargo : chase;
+    expect(tellerCallsOf(service, loser.enrollment.id)).toEqual([]);
+  });
+
   it('when the same payload arrives in several requests at once, then one connection is stored and all get the same 200', async () => {
     const user = uniqueUserId();
     const nonce = await tellerNonceFor(service, user);
@@ -273,7 +312,7 @@ describe('POST /exchange-public-token with provider teller', () => {
     },
   );
 
-  it('when the signatures verify over a nonce made for this environment, then the payload signed the same way is taken (the check above refuses only the environment)', async () => {
+  it('when the same key signs the payload for this service’s environment, then it is taken: the refusal above was the environment’s', async () => {
     const user = uniqueUserId();
     const nonce = await tellerNonceFor(service, user);
     const payload = service.teller!.completeConnect({ nonce });

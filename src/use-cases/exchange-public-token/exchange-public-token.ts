@@ -80,9 +80,11 @@ function signatureOfLink(
 }
 
 /**
- * The exchange of a public token for a stored connection: idempotent per public token (a replay or a
+ * The exchange of what the website got from the aggregator's widget (Plaid Link's public token, Teller
+ * Connect's enrollment) for a stored connection: idempotent per public token or payload (a replay or a
  * concurrent request gets the same answer), no duplicate connections, and no Item left billed at the
- * provider that no row names. The steps themselves are in exchange-steps.ts.
+ * provider that no row names. The shared steps are in exchange-steps.ts, each aggregator's behind
+ * provider-steps.ts.
  */
 export class PublicTokenExchange {
   private readonly billedWork = new InFlightWork();

@@ -9,7 +9,7 @@
 import { performance } from 'node:perf_hooks';
 import { AppError } from '../src/errors';
 import { BODY_LIMITS } from '../src/http/body-limits';
-import { exchangePublicTokenBody } from '../src/http/schemas/common-schemas';
+import { exchangePublicTokenBody } from '../src/http/schemas/linking-schemas';
 import { parseInput } from '../src/http/validate';
 import { print } from './run-context';
 

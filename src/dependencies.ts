@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import type { AppDependencies } from './app';
 import type { Config } from './config/load-config';
-import { EXCHANGE_ABANDON_AFTER_MS } from './config/time-budgets';
+import { EXCHANGE_ABANDON_AFTER_MS, LINK_NONCE_KEPT_AFTER_EXPIRY_MS } from './config/time-budgets';
 import { deriveCursorKey } from './crypto/admin-cursor';
 import { TokenVault } from './crypto/token-vault';
 import { createPool, isDatabaseAnswering } from './db/pool';
@@ -202,7 +202,10 @@ export function buildDependencies(
   const outbox = new OutboxWorker(pool, outboxLogger, handlers, {
     pollIntervalMs: config.outbox.pollIntervalMs,
     housekeep: () =>
-      runHousekeeping(pool, outboxLogger, { abandonExchangeAfterSeconds: EXCHANGE_ABANDON_AFTER_MS / 1000 }),
+      runHousekeeping(pool, outboxLogger, {
+        abandonExchangeAfterSeconds: EXCHANGE_ABANDON_AFTER_MS / 1000,
+        linkNonceKeptAfterExpirySeconds: LINK_NONCE_KEPT_AFTER_EXPIRY_MS / 1000,
+      }),
   });
   const retention = new RetentionJob(
     pool,

@@ -20,6 +20,12 @@ export const ERROR_REGISTRY = {
     title: 'Invalid public token',
     description: 'Plaid says the public token is invalid, expired, or already exchanged.',
   },
+  INVALID_ENROLLMENT: {
+    status: 400,
+    title: 'Invalid Teller enrollment',
+    description:
+      'Teller Connect’s payload does not verify: no signature matches a link token (nonce) issued to this user in this service’s Teller environment, or the link token expired unused, or another enrollment used it. Start Teller Connect again with a new link token.',
+  },
   BAD_REQUEST: { status: 400, title: 'Bad request', description: 'A body that could not be read.' },
   UNAUTHENTICATED: {
     status: 401,
@@ -68,6 +74,12 @@ export const ERROR_REGISTRY = {
     status: 409,
     title: 'The connection needs the user to log in again',
     description: 'Plaid needs the user to log in again; create an update-mode link token.',
+  },
+  PROVIDER_NOT_CONFIGURED: {
+    status: 409,
+    title: 'Provider not configured',
+    description:
+      'The request names an aggregator this service is not configured for (Teller, in production without `TELLER_APPLICATION_ID`); `detail` names it.',
   },
   RECONCILIATION_RUNNING: {
     status: 409,
@@ -217,6 +229,13 @@ export const tooManyRequests = (retryAfterSeconds: number, detail: string, limit
     detail,
     retryAfterSeconds,
     rateLimit: limit === undefined ? undefined : { limit, remaining: 0, resetSeconds: retryAfterSeconds },
+  });
+
+/** A request for an aggregator this instance runs without (Teller, until it is configured). */
+export const providerNotConfigured = (providerName: string) =>
+  new AppError('PROVIDER_NOT_CONFIGURED', {
+    detail: `${providerName} is not configured on this service; ask for another provider, or configure ${providerName}.`,
+    logFields: { provider: providerName.toLowerCase() },
   });
 
 export const databaseUnavailable = (cause?: unknown) =>

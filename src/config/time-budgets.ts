@@ -37,3 +37,16 @@ export function exchangeCriticalWindowMs(plaidTimeoutMs: number): number {
 export function shutdownDeadlineMs(graceMs: number, timeoutMs: number, plaidTimeoutMs: number): number {
   return graceMs + timeoutMs + Math.max(timeoutMs, exchangeCriticalWindowMs(plaidTimeoutMs));
 }
+
+/**
+ * How long a Teller link token (the nonce Teller Connect is opened with) may be used: as long as a Plaid
+ * link token lives (https://plaid.com/docs/api/link/#linktokencreate: `expiration`, four hours), so that
+ * the website treats both alike.
+ */
+export const LINK_NONCE_LIFETIME_MS = 4 * 3_600_000;
+
+/**
+ * A used or expired nonce is kept this long past its expiry, then pruned: until then a replay of the payload
+ * exchanged with it still verifies and gets the same answer (a replay without its nonce is refused).
+ */
+export const LINK_NONCE_KEPT_AFTER_EXPIRY_MS = 24 * 3_600_000;

@@ -1,4 +1,5 @@
 import { verify, type KeyObject } from 'node:crypto';
+import { MAX_CONNECT_SIGNATURES } from '../vocabulary/field-limits';
 
 /**
  * Teller Connect's `signatures` check (https://teller.io/docs/guides/connect, "Verifying Enrollment Object
@@ -42,7 +43,7 @@ export interface TellerConnectVerifier {
 }
 
 /** At most this many signatures are tried: Teller sends one per signing key, two during a rotation. */
-const MAX_SIGNATURES = 8;
+const MAX_SIGNATURES = MAX_CONNECT_SIGNATURES;
 const ED25519_SIGNATURE_BYTES = 64;
 const BASE64 = /^[A-Za-z0-9+/]+={0,2}$/;
 

@@ -260,3 +260,20 @@ export const adminConnectionList = declareKeysetList<ConnectionFilters, AdminCon
     provider: 'c.provider = ?',
   },
 });
+
+/**
+ * Stores the access token the provider handed back for a locked connection's Item (Teller Connect's repair
+ * of an enrollment may hand a new one), unless it already holds that token: whether it changed.
+ */
+export async function replaceAccessToken(
+  db: Queryable,
+  connectionId: string,
+  token: { ciphertext: string; fingerprint: Buffer },
+): Promise<boolean> {
+  const { rowCount } = await db.query(
+    `UPDATE connections SET access_token_ciphertext = $2, access_token_fingerprint = $3, updated_at = now()
+      WHERE id = $1 AND access_token_fingerprint IS DISTINCT FROM $3`,
+    [connectionId, token.ciphertext, token.fingerprint],
+  );
+  return rowCount === 1;
+}

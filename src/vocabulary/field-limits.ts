@@ -12,3 +12,8 @@ export const MAX_TIMESTAMP_LENGTH = 32;
 export const MAX_CODE_LENGTH = 128;
 /** The most entries a stats list carries; each is ordered by accounts, largest first. */
 export const MAX_STATS_ENTRIES = 1_000;
+/**
+ * The most signatures a Teller Connect payload may carry: Teller sends one per token-signing key, two
+ * during a rotation (https://teller.io/docs/guides/connect); more is refused before any is checked.
+ */
+export const MAX_CONNECT_SIGNATURES = 8;

@@ -9,3 +9,9 @@ export const PROVIDERS = ['plaid', 'teller'] as const;
 export type ProviderName = (typeof PROVIDERS)[number];
 
 export const DEFAULT_PROVIDER: ProviderName = 'plaid';
+
+/** How answers and log lines name each aggregator, and the widget its users log in through. */
+export const PROVIDER_LABELS: Record<ProviderName, { name: string; linkUi: string }> = {
+  plaid: { name: 'Plaid', linkUi: 'Plaid Link' },
+  teller: { name: 'Teller', linkUi: 'Teller Connect' },
+};

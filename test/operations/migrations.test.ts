@@ -56,6 +56,7 @@ describeOnDirectConnection('migrations run over the direct connection by design'
       'connections',
       'events',
       'exchanges',
+      'link_nonces',
       'outbox',
       'pgmigrations',
       'rate_limits',

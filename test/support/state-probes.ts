@@ -69,3 +69,38 @@ export const eventKindsOfUser = (context: Probed, subscriptionUserId: string): P
 /** Every rate-limit bucket and the points it holds, by key. */
 export const rateLimitBuckets = (context: Probed): Promise<Row[]> =>
   rowsOf(context, `SELECT key, points FROM rate_limits ORDER BY key`);
+
+/** The user's stored connections with the aggregator holding each, oldest first. */
+export const providerConnectionsOfUser = (context: Probed, subscriptionUserId: string): Promise<Row[]> =>
+  rowsOf(
+    context,
+    `SELECT provider, provider_item_id, institution_id, institution_name, status
+       FROM connections WHERE subscription_user_id = $1 ORDER BY id`,
+    [subscriptionUserId],
+  );
+
+/** The user's exchanges with their provider, state and failure, oldest first. */
+export const providerExchangesOfUser = (context: Probed, subscriptionUserId: string): Promise<Row[]> =>
+  rowsOf(
+    context,
+    `SELECT provider, state, failure_code FROM exchanges WHERE subscription_user_id = $1 ORDER BY claimed_at`,
+    [subscriptionUserId],
+  );
+
+/** The removals queued for an Item with the provider each goes to, oldest first. */
+export const providerRemovalsOfItem = (context: Probed, providerItemId: string): Promise<Row[]> =>
+  rowsOf(context, `SELECT provider, reason, state FROM outbox WHERE provider_item_id = $1 ORDER BY id`, [
+    providerItemId,
+  ]);
+
+/**
+ * The Teller link tokens (nonces) issued to the user, oldest first: the enrollment each was issued to
+ * repair, the enrollment that used it, and whether it has expired.
+ */
+export const linkNoncesOfUser = (context: Probed, subscriptionUserId: string): Promise<Row[]> =>
+  rowsOf(
+    context,
+    `SELECT nonce, app_name, repair_enrollment_id, enrollment_id, expires_at <= now() AS expired
+       FROM link_nonces WHERE subscription_user_id = $1 ORDER BY created_at, nonce`,
+    [subscriptionUserId],
+  );

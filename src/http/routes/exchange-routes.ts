@@ -1,11 +1,36 @@
 import { PROVIDER_FAILURES, defineEndpoint } from '../endpoint-declaration';
 import { carryPastShutdown } from '../server';
+import { EXAMPLE_CONNECTED_ACCOUNTS, toWireAccount } from '../schemas/common-schemas';
 import {
-  EXAMPLE_CONNECTED_ACCOUNTS,
+  EXAMPLE_TELLER_ENROLLMENT_ID,
   exchangePublicTokenBody,
   exchangePublicTokenResponse,
-  toWireAccount,
-} from '../schemas/common-schemas';
+} from '../schemas/linking-schemas';
+
+/** Teller Connect's success payload as the page hands it on (the emulator's shape; signature shortened). */
+const EXAMPLE_TELLER_ENROLLMENT = {
+  accessToken: 'token_3yhk6wmnm7d5r5kmo7ro3ubvfy',
+  user: { id: 'usr_oiin624kqjrg2mp2ea000' },
+  enrollment: { id: EXAMPLE_TELLER_ENROLLMENT_ID, institution: { name: 'Chase' } },
+  signatures: ['x8Kb0v3Ea4cYI2g1hX0vW7sPzq5mY9tJfQe6Lr2uN8aK4dS1oC7jV3bH6nM0wT9yR5zG2pF8iU1eA4lD7kQcBw=='],
+};
+
+/** A Teller connection's accounts, as the exchange answers them (one shown). */
+const EXAMPLE_TELLER_ACCOUNTS = [
+  {
+    provider_account_id: 'acc_oiin624iajrg2mp2ea000',
+    name: 'Everyday Checking',
+    official_name: null,
+    mask: '6789',
+    type: 'depository',
+    subtype: 'checking',
+    institution_id: 'chase',
+    institution_name: 'Chase',
+    item_id: EXAMPLE_TELLER_ENROLLMENT_ID,
+    status: 'good' as const,
+    access_token: 'token_3yhk6wmnm7d5r5kmo7ro3ubvfy',
+  },
+];
 
 export const exchangePublicToken = defineEndpoint({
   operationId: 'exchangePublicToken',
@@ -33,7 +58,20 @@ export const exchangePublicToken = defineEndpoint({
     '`409 EXCHANGE_FAILED`, that an earlier exchange of this token failed and its Item was discarded ' +
     '(start Link again); `409 USER_REMOVED`, that `/remove-user` removed this user while the token was ' +
     'being exchanged: no connection was kept and its Item is being removed at Plaid (a replay answers ' +
-    'the same; do not retry).',
+    'the same; do not retry).\n\n' +
+    'With `provider: "teller"`, `enrollment` (Teller Connect’s `onSuccess` payload, as the page got it) ' +
+    'replaces `public_token`, and `metadata` is not taken. Before anything is stored or Teller is called, ' +
+    'its `signatures` must verify, under the configured token-signing keys, over a link token (nonce) issued ' +
+    'to this user and this service’s Teller environment (a payload signed for another environment fails ' +
+    'like a forged one), unexpired and not used by another enrollment; otherwise `400 INVALID_ENROLLMENT`. ' +
+    'Then the enrollment’s accounts are listed at Teller and stored as a connection whose `item_id` is the ' +
+    'enrollment id; the answer carries `provider: "teller"`. The rules above hold alike: the same payload ' +
+    'again answers the same accounts; concurrent ones store one connection; the same bank again for the ' +
+    'user (one Teller connection per institution) is `409 DUPLICATE_INSTITUTION` and its new enrollment is ' +
+    'revoked at Teller; a failure after Teller answered revokes the enrollment through the outbox. A ' +
+    'payload from Connect repairing one of the user’s enrollments (a link token with its `item_id`) keeps ' +
+    'that connection, with the access token Connect handed back. `409 PROVIDER_NOT_CONFIGURED`: Teller is ' +
+    'not configured here.',
   body: {
     schema: exchangePublicTokenBody,
     required: true,
@@ -58,6 +96,15 @@ export const exchangePublicToken = defineEndpoint({
           app_name: 'Budget App',
         },
       },
+      teller: {
+        summary: 'Teller Connect’s payload',
+        value: {
+          provider: 'teller',
+          enrollment: EXAMPLE_TELLER_ENROLLMENT,
+          subscription_user_id: 'user-42',
+          app_name: 'Budget App',
+        },
+      },
     },
   },
   response: {
@@ -68,30 +115,44 @@ export const exchangePublicToken = defineEndpoint({
         summary: 'A connection to First Platypus Bank (two of its accounts shown)',
         value: { accounts: EXAMPLE_CONNECTED_ACCOUNTS },
       },
+      teller: {
+        summary: 'A Teller connection to Chase (one of its accounts shown)',
+        value: { provider: 'teller', accounts: EXAMPLE_TELLER_ACCOUNTS },
+      },
     },
   },
   errors: [
     'INVALID_PUBLIC_TOKEN',
+    'INVALID_ENROLLMENT',
     'NOT_FOUND',
     'DUPLICATE_INSTITUTION',
     'EXCHANGE_IN_PROGRESS',
     'EXCHANGE_FAILED',
     'USER_REMOVED',
+    'PROVIDER_NOT_CONFIGURED',
     'ITEM_LOGIN_REQUIRED',
     ...PROVIDER_FAILURES,
     'DATABASE_UNAVAILABLE',
   ],
   rateLimit: 'per-user',
   handle: async ({ body }, { useCases, res, returnAccessTokens }) => {
+    const party = { subscriptionUserId: body.subscription_user_id, appName: body.app_name };
+    // Shutdown waits for an exchange whose provider work started: its client waits for the answer too.
+    const options = { onBilledWorkStarted: () => carryPastShutdown(res) };
+    // The schema let through only the fields of the body's provider: Teller's enrollment, or Plaid's token.
+    if (body.provider === 'teller' && body.enrollment) {
+      const accounts = await useCases.exchanges.exchangeTellerEnrollment(
+        { ...party, enrollment: body.enrollment },
+        options,
+      );
+      return {
+        provider: 'teller' as const,
+        accounts: accounts.map((account) => toWireAccount(account, returnAccessTokens)),
+      };
+    }
     const accounts = await useCases.exchanges.exchangePublicToken(
-      {
-        publicToken: body.public_token,
-        subscriptionUserId: body.subscription_user_id,
-        appName: body.app_name,
-        metadata: body.metadata,
-      },
-      // Shutdown waits for an exchange whose Plaid call started: its client waits for the answer too.
-      { onBilledWorkStarted: () => carryPastShutdown(res) },
+      { ...party, publicToken: body.public_token!, metadata: body.metadata },
+      options,
     );
     return { accounts: accounts.map((account) => toWireAccount(account, returnAccessTokens)) };
   },

@@ -1,10 +1,11 @@
 import { PROVIDER_FAILURES, defineEndpoint } from '../endpoint-declaration';
+import { EXAMPLE_ITEM_ID, connectionNamedIn } from '../schemas/common-schemas';
 import {
-  EXAMPLE_ITEM_ID,
-  connectionNamedIn,
+  EXAMPLE_LINK_TOKENS,
+  EXAMPLE_TELLER_ENROLLMENT_ID,
   createLinkTokenBody,
   createLinkTokenResponse,
-} from '../schemas/common-schemas';
+} from '../schemas/linking-schemas';
 
 export const createLinkToken = defineEndpoint({
   operationId: 'createLinkToken',
@@ -12,7 +13,7 @@ export const createLinkToken = defineEndpoint({
   path: '/create-link-token',
   access: 'internal',
   tags: ['Linking'],
-  summary: 'Start Plaid Link for a user',
+  summary: 'Start Plaid Link (or Teller Connect) for a user',
   description:
     'Creates a Plaid link token for Plaid Link on the website. `app_name` is the name Link shows ' +
     "(`client_name`; Link shows at most 30 characters), `subscription_user_id` is Plaid's " +
@@ -33,29 +34,53 @@ export const createLinkToken = defineEndpoint({
         summary: 'Update mode, for a connection that needs the user to log in again',
         value: { subscription_user_id: 'user-42', app_name: 'Budget App', item_id: EXAMPLE_ITEM_ID },
       },
-    },
-  },
-  response: {
-    description: 'A link token and when it expires',
-    schema: createLinkTokenResponse,
-    examples: {
-      linkToken: {
-        summary: 'A link token for Plaid Link',
+      teller: {
+        summary: 'A new connection through Teller Connect',
+        value: { provider: 'teller', subscription_user_id: 'user-42', app_name: 'Budget App' },
+      },
+      tellerUpdateMode: {
+        summary: 'Teller Connect repairing one of the user’s Teller connections',
         value: {
-          link_token: 'link-sandbox-3b1f6a2e-7c4d-4e0a-9d7b-2f1c5e8a9b10',
-          expiration: '2026-11-22T16:00:00Z',
+          provider: 'teller',
+          subscription_user_id: 'user-42',
+          app_name: 'Budget App',
+          item_id: EXAMPLE_TELLER_ENROLLMENT_ID,
         },
       },
     },
   },
-  errors: ['NOT_FOUND', ...PROVIDER_FAILURES, 'DATABASE_UNAVAILABLE'],
+  response: {
+    description: 'A link token and when it expires; for Teller, with what Teller Connect is opened with',
+    schema: createLinkTokenResponse,
+    examples: {
+      linkToken: { summary: 'A link token for Plaid Link', value: EXAMPLE_LINK_TOKENS.plaid },
+      teller: { summary: 'A nonce for Teller Connect', value: EXAMPLE_LINK_TOKENS.teller },
+    },
+  },
+  errors: ['NOT_FOUND', 'PROVIDER_NOT_CONFIGURED', ...PROVIDER_FAILURES, 'DATABASE_UNAVAILABLE'],
   rateLimit: 'per-user',
   handle: async ({ body }, { useCases }) => {
-    const token = await useCases.linkTokens.createLinkToken({
+    const request = {
       subscriptionUserId: body.subscription_user_id,
       appName: body.app_name,
       connection: connectionNamedIn(body),
-    });
+    };
+    if (body.provider === 'teller') {
+      const token = await useCases.linkTokens.createTellerLinkToken(request);
+      const { applicationId, environment, nonce, enrollmentId } = token.connect;
+      return {
+        provider: 'teller' as const,
+        link_token: token.linkToken,
+        expiration: token.expiration,
+        connect: {
+          application_id: applicationId,
+          environment,
+          nonce,
+          ...(enrollmentId === undefined ? {} : { enrollment_id: enrollmentId }),
+        },
+      };
+    }
+    const token = await useCases.linkTokens.createLinkToken(request);
     return { link_token: token.linkToken, expiration: token.expiration };
   },
 });

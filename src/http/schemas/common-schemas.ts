@@ -31,7 +31,7 @@ export {
 /** Counts come from `count(*)::int`: at most a 32-bit integer. */
 const MAX_INT32 = 2_147_483_647;
 /** The longest access or public token the patterns below accept: "access-production-" and 128. */
-const MAX_TOKEN_LENGTH = 146;
+export const MAX_TOKEN_LENGTH = 146;
 
 // PostgreSQL text cannot hold NUL, and no id or name has any business carrying control characters: the
 // C0 controls and DEL, as a regex character range (escaped, so the document shows them as escapes).
@@ -73,7 +73,7 @@ const untrimmed = [
   'must not start or end with white space',
 ] as const;
 
-const identifier = (description: string) =>
+export const identifier = (description: string) =>
   z
     .string()
     .min(1)
@@ -88,18 +88,15 @@ export const wireTimestamp = () => z.string().max(MAX_TIMESTAMP_LENGTH).openapi(
 export const count = () => z.number().int().min(0).max(MAX_INT32).openapi({ format: 'int32' });
 
 // Plaid says not to parse its identifiers, so only the documented `<type>-<environment>-` shape is checked.
-export const publicTokenSchema = z
-  .string()
-  .regex(/^public-(sandbox|production)-[A-Za-z0-9-]{8,128}$/, 'must look like a Plaid public token')
-  .openapi({ maxLength: MAX_TOKEN_LENGTH, example: 'public-sandbox-5c0d2a4e-1f3b-4b8e-a6d2-9e7f0c1b2a33' });
-
 export const accessTokenSchema = z
   .string()
   .regex(/^access-(sandbox|production)-[A-Za-z0-9-]{8,128}$/, 'must look like a Plaid access token')
   .openapi({ maxLength: MAX_TOKEN_LENGTH, example: 'access-sandbox-8d7e6f5a-4b3c-4d2e-8f1a-0b9c8d7e6f5a' });
 
 export const subscriptionUserId = identifier("The website's id for the user; Plaid's user.client_user_id.");
-const appName = identifier('The app name shown in Plaid Link (client_name).');
+export const appName = identifier(
+  'The app name shown in Plaid Link (client_name); recorded with a Teller connection too.',
+);
 
 export const EXAMPLE_ITEM_ID = 'DWVAAPWq4RHGlEaNyGKRTAnPLaEmo8Cvq7na6';
 export const EXAMPLE_ACCESS_TOKEN = 'access-sandbox-8d7e6f5a-4b3c-4d2e-8f1a-0b9c8d7e6f5a';
@@ -180,48 +177,6 @@ export function requiredConnectionIn(body: {
   return reference;
 }
 
-export const createLinkTokenBody = namingOneConnection(
-  { subscription_user_id: subscriptionUserId, app_name: appName },
-  {
-    name: 'CreateLinkTokenRequest',
-    exactly: false,
-    purpose: "Ask for an update-mode link token for this user's existing connection, named",
-  },
-);
-
-export const createLinkTokenResponse = z
-  .object({
-    link_token: wireText(MAX_ID_LENGTH).openapi({
-      pattern: '^link-[a-z]+-[A-Za-z0-9-]+$',
-      description: "Plaid's link token, for Plaid Link on the website.",
-    }),
-    expiration: wireTimestamp(),
-  })
-  .openapi('CreateLinkTokenResponse');
-
-const nullableLinkText = text(MAX_ID_LENGTH).nullish();
-
-export const linkMetadataSchema = z
-  .object({
-    institution: z.object({ institution_id: nullableLinkText, name: nullableLinkText }).nullish(),
-    accounts: z
-      .array(z.object({ mask: nullableLinkText, name: nullableLinkText, subtype: nullableLinkText }))
-      .max(100)
-      .nullish(),
-  })
-  .openapi('LinkMetadata', {
-    description: "Plaid Link's onSuccess metadata; enables the duplicate check before the exchange.",
-  });
-
-export const exchangePublicTokenBody = z
-  .object({
-    public_token: publicTokenSchema,
-    subscription_user_id: subscriptionUserId,
-    app_name: appName,
-    metadata: linkMetadataSchema.optional(),
-  })
-  .openapi('ExchangePublicTokenRequest');
-
 export const connectionStatusSchema = z.enum(CONNECTION_STATUSES).openapi('ConnectionStatus', {
   description:
     'What Plaid last said about the connection: `good`; `login_required` (send the user through update mode); ' +
@@ -244,14 +199,21 @@ export const connectedAccountSchema = z
     mask: wireText(MAX_MASK_LENGTH).nullable(),
     type: wireText(MAX_TYPE_LENGTH),
     subtype: wireText(MAX_TYPE_LENGTH).nullable(),
-    institution_id: wireText(MAX_ID_LENGTH).openapi({ description: "Plaid's institution id (`ins_…`)." }),
+    institution_id: wireText(MAX_ID_LENGTH).openapi({
+      description:
+        "The institution's id at the connection's aggregator: Plaid's (`ins_…`), or Teller's (`chase`).",
+    }),
     institution_name: wireText(MAX_NAME_LENGTH),
-    item_id: wireText(MAX_ID_LENGTH).openapi({ description: "Plaid's id of the connection (the Item)." }),
+    item_id: wireText(MAX_ID_LENGTH).openapi({
+      description:
+        "Plaid's id of the connection (the Item); for a Teller connection, Teller's enrollment id.",
+    }),
     status: connectionStatusSchema,
     access_token: wireText(MAX_ID_LENGTH)
       .optional()
       .openapi({
-        pattern: '^access-[a-z]+-[A-Za-z0-9-]+$',
+        // Plaid's `access-<environment>-…`, or Teller's (`token_…`).
+        pattern: '^(access-[a-z]+-[A-Za-z0-9-]+|[A-Za-z0-9_-]+)$',
         description:
           'Only while `RETURN_ACCESS_TOKENS` is `true` (the default); absent when it is `false`, the setting ' +
           'recommended for new integrations: `item_id` names the connection everywhere the access token ' +
@@ -312,15 +274,6 @@ export const EXAMPLE_CONNECTED_ACCOUNTS: z.input<typeof connectedAccountSchema>[
     access_token: EXAMPLE_ACCESS_TOKEN,
   },
 ];
-
-export const exchangePublicTokenResponse = z
-  .object({
-    accounts: z
-      .array(connectedAccountSchema)
-      .max(100)
-      .openapi({ description: 'The connection’s accounts; Plaid sends at most 100 per Item.' }),
-  })
-  .openapi('ExchangePublicTokenResponse');
 
 export const removeAccountBody = z
   .object({

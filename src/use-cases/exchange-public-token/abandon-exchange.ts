@@ -6,7 +6,8 @@ import { finishExchange, type ExchangeClaim } from '../../repository/exchanges-r
 import { deliverRemoval } from '../removal-delivery';
 import type { UseCaseDependencies } from '../use-case-dependencies';
 import { EXCHANGE_RESUME_AFTER_MS } from '../../config/time-budgets';
-import type { ExchangedItem } from './exchange-inputs';
+import type { ExchangedItem, ExchangeParty } from './exchange-inputs';
+import type { ProviderExchangeSteps } from './provider-steps';
 
 /**
  * Gives up on an exchanged Item that was never stored: the exchange record (still this claim's
@@ -17,11 +18,12 @@ import type { ExchangedItem } from './exchange-inputs';
  */
 export async function abandonExchange(
   deps: UseCaseDependencies,
+  steps: Pick<ProviderExchangeSteps, 'removeAtProvider'>,
   claim: ExchangeClaim,
   exchanged: ExchangedItem,
   failure: {
     failureCode: 'DUPLICATE_INSTITUTION' | 'EXCHANGE_FAILED';
-    input: { subscriptionUserId: string; appName: string };
+    input: ExchangeParty;
     institutionId?: string;
   },
 ): Promise<boolean> {
@@ -73,7 +75,7 @@ export async function abandonExchange(
     // exchange. Removing the Item now is prompter, and safe only while no retry can have taken the
     // exchange over (and stored a connection for it): well within EXCHANGE_RESUME_AFTER_MS.
     if (performance.now() - exchanged.heldSince < EXCHANGE_RESUME_AFTER_MS / 2) {
-      await removeItemDirectly(deps, exchanged, {
+      await removeItemDirectly(deps, steps, exchanged, {
         error,
         message: 'could not queue the Item removal; removing it directly',
       });
@@ -94,15 +96,19 @@ export async function abandonExchange(
  */
 export async function removeItemDirectly(
   deps: UseCaseDependencies,
+  steps: Pick<ProviderExchangeSteps, 'removeAtProvider'>,
   exchanged: ExchangedItem,
   failure: { error: unknown; message: string },
 ): Promise<void> {
-  deps.logger.error({ err: failure.error, item_id: exchanged.itemId }, failure.message);
-  await deps.provider
-    .removeItem(exchanged.accessToken)
+  deps.logger.error(
+    { err: failure.error, item_id: exchanged.itemId, provider: exchanged.provider },
+    failure.message,
+  );
+  await steps
+    .removeAtProvider(exchanged)
     .catch((removeError: unknown) =>
       deps.logger.error(
-        { err: removeError, item_id: exchanged.itemId },
+        { err: removeError, item_id: exchanged.itemId, provider: exchanged.provider },
         'could not remove an Item whose exchange left no record; the sweeper retries any record written',
       ),
     );

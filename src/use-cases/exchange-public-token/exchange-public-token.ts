@@ -4,7 +4,7 @@ import {
   signAccounts,
   type ConnectedAccount,
 } from '../../domain/connections/connection';
-import { AppError, notFound } from '../../errors';
+import { AppError, notFound, providerNotConfigured } from '../../errors';
 import { listAccountsOfConnection } from '../../repository/accounts-repository';
 import { findConnection } from '../../repository/connections-repository';
 import { recordEvent } from '../../repository/events-repository';
@@ -16,12 +16,24 @@ import {
 } from '../../repository/exchanges-repository';
 import { EXCHANGE_CLAIM_STALE_AFTER_MS, EXCHANGE_RESUME_AFTER_MS } from '../../config/time-budgets';
 import type { UseCaseDependencies } from '../use-case-dependencies';
+import { PROVIDER_LABELS } from '../../vocabulary/providers';
 import { completeExchange, performExchange } from './exchange-steps';
 import { duplicateInstitution, ExchangeClaimLostError, replayOfAbandoned } from './exchange-errors';
-import type { ExchangeInput, LinkMetadata } from './exchange-inputs';
+import type {
+  ExchangeInput,
+  ExchangeParty,
+  LinkMetadata,
+  NewItem,
+  TellerEnrollmentPayload,
+  TellerExchangeInput,
+} from './exchange-inputs';
+import { plaidExchangeSteps } from './plaid-exchange-steps';
+import type { ProviderExchangeSteps } from './provider-steps';
+import { verifyTellerEnrollment } from './teller-enrollment-check';
+import { tellerExchangeSteps } from './teller-exchange-steps';
 import { InFlightWork } from '../in-flight-work';
 
-export type { ExchangeInput, LinkMetadata };
+export type { ExchangeInput, LinkMetadata, TellerEnrollmentPayload, TellerExchangeInput };
 
 const CLAIM_STALE_AFTER_SECONDS = EXCHANGE_CLAIM_STALE_AFTER_MS / 1000;
 const RESUME_AFTER_SECONDS = EXCHANGE_RESUME_AFTER_MS / 1000;
@@ -36,6 +48,28 @@ const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 const CONNECTION_REMOVED = 'The connection made with this public token has been removed.';
 
+/**
+ * One exchange as the claim loop runs it, whichever aggregator's: whose it is, its key in the exchanges
+ * table (the fingerprint of what the website sent), the login its request describes (for a refusal before
+ * anything is made), and its provider's steps.
+ */
+interface ExchangeRequest<Item extends NewItem> {
+  party: ExchangeParty;
+  fingerprint: Buffer;
+  duplicateOf: { institutionId: string; accountsSignature: string } | undefined;
+  steps: ProviderExchangeSteps<Item>;
+}
+
+type ExchangeOptions = { onBilledWorkStarted?: () => void };
+
+/**
+ * A Teller exchange's key: the verified payload's nonce, enrollment and access token, so that the same
+ * payload again is a replay, and Connect's repair of the enrollment (a new nonce) an exchange of its own.
+ * Never equal to a Plaid public token's, which is fingerprinted as it is.
+ */
+const tellerExchangeKey = (nonce: string, enrollment: TellerEnrollmentPayload) =>
+  `teller:${nonce}.${enrollment.enrollment.id}.${enrollment.accessToken}`;
+
 /** The login Link's metadata describes (institution and accounts), when it says enough to find a duplicate. */
 function signatureOfLink(
   metadata: LinkMetadata | undefined,
@@ -46,9 +80,11 @@ function signatureOfLink(
 }
 
 /**
- * The exchange of a public token for a stored connection: idempotent per public token (a replay or a
+ * The exchange of what the website got from the aggregator's widget (Plaid Link's public token, Teller
+ * Connect's enrollment) for a stored connection: idempotent per public token or payload (a replay or a
  * concurrent request gets the same answer), no duplicate connections, and no Item left billed at the
- * provider that no row names. The steps themselves are in exchange-steps.ts.
+ * provider that no row names. The shared steps are in exchange-steps.ts, each aggregator's behind
+ * provider-steps.ts.
  */
 export class PublicTokenExchange {
   private readonly billedWork = new InFlightWork();
@@ -56,15 +92,59 @@ export class PublicTokenExchange {
   constructor(private readonly deps: UseCaseDependencies) {}
 
   /**
-   * `onBilledWorkStarted`: called when the Plaid call is about to start; from then on the exchange runs
-   * to a stored connection or a queued removal, shutdown or not (see `drain`).
+   * A Plaid exchange. `onBilledWorkStarted`: called when the Plaid call is about to start; from then on
+   * the exchange runs to a stored connection or a queued removal, shutdown or not (see `drain`).
    */
   async exchangePublicToken(
     input: ExchangeInput,
-    options: { onBilledWorkStarted?: () => void } = {},
+    options: ExchangeOptions = {},
+  ): Promise<ConnectedAccount[]> {
+    return this.counted(() => {
+      const duplicateOf = signatureOfLink(input.metadata);
+      return this.exchange(
+        {
+          party: input,
+          fingerprint: this.deps.vault.fingerprint(input.publicToken),
+          duplicateOf,
+          steps: plaidExchangeSteps(this.deps, input),
+        },
+        options,
+      );
+    });
+  }
+
+  /**
+   * A Teller exchange of Teller Connect's payload: refused before anything is stored or Teller is called
+   * unless it verifies (teller-enrollment-check.ts); then as a Plaid exchange is, from the claim on.
+   * `onBilledWorkStarted` as for exchangePublicToken, once the payload verified.
+   */
+  async exchangeTellerEnrollment(
+    input: TellerExchangeInput,
+    options: ExchangeOptions = {},
+  ): Promise<ConnectedAccount[]> {
+    const { teller } = this.deps;
+    if (!teller) throw providerNotConfigured(PROVIDER_LABELS.teller.name);
+    return this.counted(async () => {
+      const verified = await verifyTellerEnrollment(this.deps, teller, input);
+      return this.exchange(
+        {
+          party: input,
+          fingerprint: this.deps.vault.fingerprint(tellerExchangeKey(verified.nonce, input.enrollment)),
+          // Connect's payload names no accounts: a duplicate shows once Teller lists them.
+          duplicateOf: undefined,
+          steps: tellerExchangeSteps(this.deps, teller, input, verified),
+        },
+        options,
+      );
+    });
+  }
+
+  /** Counts the exchange's outcome for the on-call engineer. */
+  private async counted(
+    exchange: () => Promise<{ accounts: ConnectedAccount[]; replayed: boolean }>,
   ): Promise<ConnectedAccount[]> {
     try {
-      const { accounts, replayed } = await this.exchange(input, options);
+      const { accounts, replayed } = await exchange();
       this.deps.metrics?.countExchange(replayed ? 'replayed' : 'completed');
       return accounts;
     } catch (error) {
@@ -81,14 +161,13 @@ export class PublicTokenExchange {
   }
 
   /** `replayed`: the answer is a connection stored before this request (a replay, or update mode's Item). */
-  private async exchange(
-    input: ExchangeInput,
-    options: { onBilledWorkStarted?: () => void },
+  private async exchange<Item extends NewItem>(
+    request: ExchangeRequest<Item>,
+    options: ExchangeOptions,
   ): Promise<{ accounts: ConnectedAccount[]; replayed: boolean }> {
-    const { pool, vault, perUserLimits } = this.deps;
-    const fingerprint = vault.fingerprint(input.publicToken);
+    const { pool, perUserLimits } = this.deps;
+    const { party: input, fingerprint, duplicateOf, steps } = request;
     const deadline = Date.now() + (this.deps.concurrentExchangeWaitMs ?? 15_000);
-    const duplicateOf = signatureOfLink(input.metadata);
     let counted = false;
     for (let round = 0; ; round += 1) {
       if (round === 0) await this.deps.hooks?.beforeDuplicateCheck?.();
@@ -103,6 +182,7 @@ export class PublicTokenExchange {
         resumeAfterSeconds: RESUME_AFTER_SECONDS,
         count,
         duplicateOf,
+        provider: steps.provider,
       });
       if (count && attempt.counted) {
         counted = true;
@@ -114,7 +194,7 @@ export class PublicTokenExchange {
       }
       if (existing?.state === 'completed')
         return { accounts: await this.replayExchange(existing), replayed: true };
-      if (existing?.state === 'abandoned') throw replayOfAbandoned(existing.failure_code);
+      if (existing?.state === 'abandoned') throw replayOfAbandoned(existing.failure_code, steps.provider);
       if (!existing && attempt.duplicate) await this.refuseDuplicate(input, duplicateOf);
       const claim = existing?.claim_is_stale
         ? await claimExchange(pool, {
@@ -123,12 +203,13 @@ export class PublicTokenExchange {
             subscriptionUserId: input.subscriptionUserId,
             appName: input.appName,
             staleAfterSeconds: CLAIM_STALE_AFTER_SECONDS,
+            provider: steps.provider,
           })
         : attempt.claim;
       const billed = claim
-        ? () => performExchange(this.deps, input, claim)
+        ? () => performExchange(this.deps, steps, input, claim)
         : existing?.resumable
-          ? await this.takeOver(input, fingerprint)
+          ? await this.takeOver(steps, input, fingerprint)
           : undefined;
       if (billed) {
         options.onBilledWorkStarted?.();
@@ -158,8 +239,9 @@ export class PublicTokenExchange {
    * user's bank login still becomes a connection). Undefined when another request or the sweeper took it
    * first.
    */
-  private async takeOver(
-    input: ExchangeInput,
+  private async takeOver<Item extends NewItem>(
+    steps: ProviderExchangeSteps<Item>,
+    input: ExchangeParty,
     fingerprint: Buffer,
   ): Promise<(() => Promise<{ accounts: ConnectedAccount[]; replayed: boolean }>) | undefined> {
     const { pool, vault, logger } = this.deps;
@@ -183,7 +265,7 @@ export class PublicTokenExchange {
       ciphertext: taken.accessTokenCiphertext,
       heldSince,
     };
-    return () => completeExchange(this.deps, input, taken.claim, exchanged, undefined);
+    return () => completeExchange(this.deps, steps, input, taken.claim, exchanged, undefined);
   }
 
   /** Resolves once every exchange whose provider call has started is stored or queued for removal. */

@@ -1,27 +1,18 @@
 import { CommitOutcomeUnknownError, isUniqueViolation } from '../../db/database-errors';
 import { withCommittingStatement } from '../../db/transactions';
-import { refreshStoredConnection } from '../../domain/connections/connection-refresh';
-import {
-  connectedAccountsOf,
-  signAccounts,
-  type ConnectedAccount,
-} from '../../domain/connections/connection';
-import { callProvider } from '../../domain/connections/provider-calls';
+import { connectedAccountsOf, type ConnectedAccount } from '../../domain/connections/connection';
 import { databaseUnavailable } from '../../errors';
-import type { BankAccount } from '../../provider/account-provider';
-import { ProviderError } from '../../provider/provider-error';
 import { findConnection } from '../../repository/connections-repository';
 import {
   finishExchange,
   recordExchangedToken,
-  releaseExchangeClaim,
   storeExchangedConnection,
   type ExchangeClaim,
   type ItemHolder,
 } from '../../repository/exchanges-repository';
 import { deliverRemoval } from '../removal-delivery';
 import type { UseCaseDependencies } from '../use-case-dependencies';
-import { abandonExchange, removeItemDirectly } from './abandon-exchange';
+import { abandonExchange } from './abandon-exchange';
 import {
   duplicateInstitution,
   ExchangeClaimLostError,
@@ -32,31 +23,29 @@ import {
   userRemoved,
   UserRemovedError,
 } from './exchange-errors';
-import type { ExchangeInput, ExchangedItem } from './exchange-inputs';
+import type { ExchangedItem, ExchangeParty, NewItem } from './exchange-inputs';
+import type { ProviderExchangeSteps } from './provider-steps';
 
-/** What the provider says about the new Item, before anything of it is stored. */
-interface NewItem {
-  accounts: BankAccount[];
-  institutionId: string;
-  institutionName: string;
-  /** Where Plaid sends this Item's webhooks now. */
-  webhook: string | null;
-}
+/*
+ * The exchange's steps that every aggregator shares; what differs between them comes in `steps`
+ * (provider-steps.ts).
+ */
 
 /**
  * The exchange in named steps. Each step undoes only what did not commit: once the connection's
  * transaction committed, the answer is built from memory and nothing is compensated. `replayed` when
  * the answer is a connection stored before (update mode's Item).
  */
-export async function performExchange(
+export async function performExchange<Item extends NewItem>(
   deps: UseCaseDependencies,
-  input: ExchangeInput,
+  steps: ProviderExchangeSteps<Item>,
+  input: ExchangeParty,
   claim: ExchangeClaim,
 ): Promise<{ accounts: ConnectedAccount[]; replayed: boolean }> {
-  const exchanged = await exchangeAtProvider(deps, input, claim);
-  const holder = await keepExchangedToken(deps, claim, exchanged);
+  const exchanged = await steps.obtainToken(claim);
+  const holder = await keepExchangedToken(deps, steps, claim, exchanged);
   await deps.hooks?.afterTokenKept?.();
-  return completeExchange(deps, input, claim, exchanged, holder);
+  return completeExchange(deps, steps, input, claim, exchanged, holder);
 }
 
 /**
@@ -64,29 +53,34 @@ export async function performExchange(
  * a retry resumes an exchange whose holder died after storing the token (`holder` then unknown: a
  * connection that holds the Item shows when storing). `replayed` as for performExchange.
  */
-export async function completeExchange(
+export async function completeExchange<Item extends NewItem>(
   deps: UseCaseDependencies,
-  input: ExchangeInput,
+  steps: ProviderExchangeSteps<Item>,
+  input: ExchangeParty,
   claim: ExchangeClaim,
   exchanged: ExchangedItem,
   holder: ItemHolder | undefined,
 ): Promise<{ accounts: ConnectedAccount[]; replayed: boolean }> {
-  if (holder)
-    return { accounts: await answerForHeldItem(deps, input, claim, exchanged, holder), replayed: true };
-  const item = await describeNewItem(deps, input, claim, exchanged);
+  if (holder) {
+    return {
+      accounts: await answerForHeldItem(deps, steps, input, claim, exchanged, holder),
+      replayed: true,
+    };
+  }
+  const item = await describeNewItem(deps, steps, input, claim, exchanged);
   try {
-    await storeConnection(deps, input, claim, exchanged, item);
+    await storeConnection(deps, steps, input, claim, exchanged, item);
   } catch (error) {
     if (error instanceof ItemAlreadyHeldError) {
       return {
-        accounts: await answerForHeldItem(deps, input, claim, exchanged, error.holder),
+        accounts: await answerForHeldItem(deps, steps, input, claim, exchanged, error.holder),
         replayed: true,
       };
     }
     throw error;
   }
   await deps.hooks?.afterConnectionStored?.();
-  await pointWebhookHere(deps, exchanged, item);
+  await steps.afterStored(exchanged, item);
   const accounts = connectedAccountsOf(
     { ...item, itemId: exchanged.itemId, status: 'good' },
     item.accounts,
@@ -96,47 +90,12 @@ export async function completeExchange(
 }
 
 /**
- * Undo on failure: the claim goes back (by its holder), since the provider made nothing we know of;
- * unless a removal of the user fenced it meanwhile, which ends it as USER_REMOVED (a replay answers that).
- */
-async function exchangeAtProvider(
-  deps: UseCaseDependencies,
-  input: ExchangeInput,
-  claim: ExchangeClaim,
-): Promise<ExchangedItem> {
-  try {
-    const heldSince = performance.now();
-    const exchanged = await callProvider(deps.pool, 'item/public_token/exchange', input, () =>
-      deps.provider.exchangePublicToken(input.publicToken),
-    );
-    return {
-      ...exchanged,
-      provider: 'plaid',
-      ciphertext: deps.vault.encrypt(exchanged.accessToken, exchanged.itemId),
-      heldSince,
-    };
-  } catch (error) {
-    const released = await releaseExchangeClaim(deps.pool, claim).catch((releaseError: unknown) => {
-      deps.logger.error({ err: releaseError }, 'could not release the exchange claim');
-      return 'lost' as const;
-    });
-    if (released === 'user_removed') {
-      deps.logger.info(
-        { err: error },
-        "the exchange's user was removed while Plaid exchanged its public token, and that call failed",
-      );
-      throw userRemoved();
-    }
-    throw error;
-  }
-}
-
-/**
  * The provider now bills an Item only this process knows of: its token is stored before anything else.
  * Answers the connection that already holds the Item, when there is one (a public token from update mode).
  */
 async function keepExchangedToken(
   deps: UseCaseDependencies,
+  steps: Pick<ProviderExchangeSteps, 'discardUnkeptToken'>,
   claim: ExchangeClaim,
   exchanged: ExchangedItem,
 ): Promise<ItemHolder | undefined> {
@@ -150,23 +109,23 @@ async function keepExchangedToken(
     failure = error;
   }
   // The token may or may not be stored, and whether a connection holds the Item cannot be asked. A new
-  // Item nobody stored would stay billed, so it is removed; a stored 'exchanged' row is swept into the
-  // outbox later (unless a connection holds its Item), and the provider answers "already gone".
-  await removeItemDirectly(deps, exchanged, {
-    error: failure,
-    message: 'could not store a new access token; removing the Item',
-  });
+  // Item nobody stored would stay billed, so the provider's steps remove it if this request made it; a
+  // stored 'exchanged' row is swept into the outbox later (unless a connection holds its Item), and the
+  // provider answers "already gone".
+  await steps.discardUnkeptToken(exchanged, failure);
   throw databaseUnavailable(failure);
 }
 
 /**
  * The provider answered with an Item a stored connection already holds: the public token came from
- * update mode, which needs no exchange. That Item is never removed. Its owner gets the connection's
- * accounts, as a refresh answers; anyone else the 404 of a connection that is not theirs.
+ * update mode (Plaid's needs no exchange; Teller's repair hands the enrollment back). That Item is never
+ * removed. Its owner gets the connection's accounts as the provider now says them; anyone else the 404 of
+ * a connection that is not theirs.
  */
 async function answerForHeldItem(
   deps: UseCaseDependencies,
-  input: ExchangeInput,
+  steps: Pick<ProviderExchangeSteps, 'provider' | 'answerForOwnItem'>,
+  input: ExchangeParty,
   claim: ExchangeClaim,
   exchanged: ExchangedItem,
   holder: ItemHolder,
@@ -181,14 +140,13 @@ async function answerForHeldItem(
       : { state: 'abandoned', failureCode: 'NOT_FOUND' },
   );
   deps.logger.info(
-    { item_id: exchanged.itemId, own_connection: own },
-    'a public token for an Item already stored was exchanged (update mode needs no exchange); nothing is removed',
+    { item_id: exchanged.itemId, provider: exchanged.provider, own_connection: own },
+    'an exchange named an Item already stored (update mode); nothing is removed',
   );
-  if (!own) throw notTheirConnection();
-  return refreshStoredConnection(
-    deps,
+  if (!own) throw notTheirConnection(steps.provider);
+  return steps.answerForOwnItem(
     { id: holder.connectionId, subscriptionUserId: holder.subscriptionUserId, itemId: exchanged.itemId },
-    exchanged.accessToken,
+    exchanged,
   );
 }
 
@@ -197,30 +155,20 @@ async function answerForHeldItem(
  * longer this claim's (a retry took it over, or the sweeper abandoned it), whoever holds it answers for
  * it: the caller reads what it became.
  */
-async function describeNewItem(
+async function describeNewItem<Item extends NewItem>(
   deps: UseCaseDependencies,
-  input: ExchangeInput,
+  steps: ProviderExchangeSteps<Item>,
+  input: ExchangeParty,
   claim: ExchangeClaim,
   exchanged: ExchangedItem,
-): Promise<NewItem> {
+): Promise<Item> {
   try {
-    const details = await callProvider(deps.pool, 'accounts/get', input, () =>
-      deps.provider.getAccounts(exchanged.accessToken),
-    );
-    const institutionId = details.item.institutionId;
-    if (!institutionId) {
-      throw new ProviderError('invalid_response', 'accounts/get', {
-        message: 'The provider did not say which institution the new connection belongs to.',
-      });
-    }
-    const institutionName =
-      details.item.institutionName ??
-      (await callProvider(deps.pool, 'institutions/get_by_id', input, () =>
-        deps.provider.getInstitutionName(institutionId),
-      ));
-    return { accounts: details.accounts, institutionId, institutionName, webhook: details.item.webhook };
+    return await steps.describeNewItem(exchanged);
   } catch (error) {
-    const ours = await abandonExchange(deps, claim, exchanged, { failureCode: 'EXCHANGE_FAILED', input });
+    const ours = await abandonExchange(deps, steps, claim, exchanged, {
+      failureCode: 'EXCHANGE_FAILED',
+      input,
+    });
     if (!ours) throw new ExchangeClaimLostError();
     throw error;
   }
@@ -234,7 +182,8 @@ async function describeNewItem(
  */
 async function storeConnection(
   deps: UseCaseDependencies,
-  input: ExchangeInput,
+  steps: Pick<ProviderExchangeSteps, 'provider' | 'removeAtProvider'>,
+  input: ExchangeParty,
   claim: ExchangeClaim,
   exchanged: ExchangedItem,
   item: NewItem,
@@ -253,7 +202,7 @@ async function storeConnection(
           institutionName: item.institutionName,
           accessTokenCiphertext: exchanged.ciphertext,
           accessTokenFingerprint: vault.fingerprint(exchanged.accessToken),
-          accountsSignature: signAccounts(item.institutionId, item.accounts),
+          accountsSignature: item.accountsSignature,
         },
         item.accounts,
         { detail: { item_id: exchanged.itemId, accounts: item.accounts.length } },
@@ -276,11 +225,11 @@ async function storeConnection(
       // Committed with the refusal: nothing of it to undo. The website never got this Item, so it is not
       // told of it; the answer is what tells it.
       logger.info(
-        { item_id: exchanged.itemId },
+        { item_id: exchanged.itemId, provider: exchanged.provider },
         "the exchange's user was removed while it ran; no connection stored, the Item's removal queued",
       );
       if (error.outboxId) await deliverRemoval(deps, error.outboxId);
-      throw userRemoved();
+      throw userRemoved(steps.provider);
     }
     if (
       isUniqueViolation(error, 'connections_provider_item_id_key') ||
@@ -304,10 +253,10 @@ async function storeConnection(
           return true;
         },
       );
-      throw ended ? notTheirConnection() : exchangeFailed();
+      throw ended ? notTheirConnection(steps.provider) : exchangeFailed(steps.provider);
     }
     if (isUniqueViolation(error, 'connections_no_duplicate')) {
-      await abandonExchange(deps, claim, exchanged, {
+      await abandonExchange(deps, steps, claim, exchanged, {
         failureCode: 'DUPLICATE_INSTITUTION',
         input,
         institutionId: item.institutionId,
@@ -318,25 +267,7 @@ async function storeConnection(
       { err: error, item_id: exchanged.itemId },
       'could not store the new connection; removing the Item',
     );
-    await abandonExchange(deps, claim, exchanged, { failureCode: 'EXCHANGE_FAILED', input });
+    await abandonExchange(deps, steps, claim, exchanged, { failureCode: 'EXCHANGE_FAILED', input });
     throw error;
   }
-}
-
-/**
- * Every Item must report to this service: one made outside our Link tokens (or before PLAID_WEBHOOK_URL
- * was set) is pointed here. After the commit, so a failure only logs: the connection is stored, and
- * reconciliation finds such an Item's status anyway.
- */
-async function pointWebhookHere(
-  deps: UseCaseDependencies,
-  exchanged: ExchangedItem,
-  item: NewItem,
-): Promise<void> {
-  if (!deps.webhookUrl || item.webhook === deps.webhookUrl) return;
-  await deps.provider
-    .updateItemWebhook(exchanged.accessToken, deps.webhookUrl)
-    .catch((error: unknown) =>
-      deps.logger.warn({ err: error, item_id: exchanged.itemId }, "could not point the Item's webhook here"),
-    );
 }

@@ -1,5 +1,7 @@
 -- Up Migration
 
+SET LOCAL lock_timeout = '2s';
+
 -- Teller's link tokens: the nonce a website's page opens Teller Connect with. Connect signs its success
 -- payload over that nonce (https://teller.io/docs/guides/connect, "Verifying Enrollment Object Signature"),
 -- and the payload does not carry the nonce back, so the service keeps each nonce it issued with the user it

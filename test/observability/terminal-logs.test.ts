@@ -16,7 +16,14 @@ const COLOURS = /\u001b\[[0-9;]*m/g;
 function runAtTerminal(env: Record<string, string>, until: RegExp): Promise<string> {
   const child = spawn('script', ['-qfec', `${process.execPath} ${MAIN}`, '/dev/null'], {
     // Behind PgBouncer, with the DATABASE_DIRECT_URL an operator would add for migrations.
-    env: { PATH: process.env.PATH ?? '', TERM: 'xterm', ...env, ...poolerEnvironment(env) },
+    // The built-in Teller emulator on a free port: other tests start services at the same time.
+    env: {
+      PATH: process.env.PATH ?? '',
+      TERM: 'xterm',
+      TELLER_EMULATOR_PORT: '0',
+      ...env,
+      ...poolerEnvironment(env),
+    },
   });
   let output = '';
   return new Promise((resolve, reject) => {

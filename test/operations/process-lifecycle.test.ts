@@ -179,12 +179,13 @@ describe('a busy port', () => {
     PORT: '0',
     METRICS_PORT: '0',
     PLAID_EMULATOR_PORT: '0',
+    TELLER_EMULATOR_PORT: '0',
     DATABASE_URL: database.url,
     DATA_DIR: reachableTempDir(),
     ...overrides,
   });
 
-  it.each([['PORT'], ['PLAID_EMULATOR_PORT'], ['METRICS_PORT']])(
+  it.each([['PORT'], ['PLAID_EMULATOR_PORT'], ['TELLER_EMULATOR_PORT'], ['METRICS_PORT']])(
     'when %s is held by another process, then the start fails with one line naming it, no stack, and exit 1',
     async (variable) => {
       const busy = await holdPort();

@@ -39,9 +39,16 @@ export async function startMainProcess(
   env: Record<string, string | undefined>,
   main = MAIN,
 ): Promise<MainProcess> {
-  // The metrics listener is off unless a test asks for it: several services run at once here.
+  // The metrics listener is off unless a test asks for it, and the built-in Teller emulator takes a free
+  // port: several services run at once here.
   const child = spawn(process.execPath, [main], {
-    env: { PATH: process.env.PATH ?? '', METRICS_PORT: '0', ...env, ...poolerEnvironment(env) },
+    env: {
+      PATH: process.env.PATH ?? '',
+      METRICS_PORT: '0',
+      TELLER_EMULATOR_PORT: '0',
+      ...env,
+      ...poolerEnvironment(env),
+    },
   });
   const output: string[] = [];
   const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));

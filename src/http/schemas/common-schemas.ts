@@ -187,8 +187,8 @@ export const connectionStatusSchema = z.enum(CONNECTION_STATUSES).openapi('Conne
 /** Which aggregator holds a connection, from the one list of them (src/vocabulary/providers.ts). */
 export const providerSchema = z.enum(PROVIDERS).openapi('Provider', {
   description:
-    'The aggregator holding the connection: `plaid` (its `item_id` is the Plaid Item’s id) or `teller` ' +
-    '(its `item_id` is the Teller enrollment’s id).',
+    'The aggregator: `plaid` (the default where a request may name one; a connection’s `item_id` is then ' +
+    'the Plaid Item’s id) or `teller` (its `item_id` is the Teller enrollment’s id).',
 });
 
 export const connectedAccountSchema = z

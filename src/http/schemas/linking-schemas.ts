@@ -1,6 +1,6 @@
 import type { ZodOpenAPIMetadata } from '@asteasolutions/zod-to-openapi';
 import { MAX_CONNECT_SIGNATURES } from '../../vocabulary/field-limits';
-import { DEFAULT_PROVIDER, PROVIDERS, type ProviderName } from '../../vocabulary/providers';
+import { DEFAULT_PROVIDER, type ProviderName } from '../../vocabulary/providers';
 import { TELLER_ENVIRONMENTS } from '../../vocabulary/teller-calls';
 import {
   MAX_ID_LENGTH,
@@ -8,6 +8,7 @@ import {
   MAX_TOKEN_LENGTH,
   appName,
   connectedAccountSchema,
+  providerSchema,
   namingOneConnection,
   subscriptionUserId,
   text,
@@ -22,9 +23,6 @@ import {
  * by `provider`; one that names none is Plaid's, and its fields and answers are Plaid's as they always were.
  */
 
-export const providerSchema = z.enum(PROVIDERS).openapi('Provider', {
-  description: 'The aggregator: `plaid` (the default when absent) or `teller`.',
-});
 
 // Plaid says not to parse its identifiers, so only the documented `<type>-<environment>-` shape is checked.
 export const publicTokenSchema = z

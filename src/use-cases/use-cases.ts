@@ -88,6 +88,7 @@ export function buildUseCases(parts: UseCaseParts) {
     reconciliation: new Reconciliation({
       pool: parts.pool,
       provider: parts.reconciliationProvider,
+      tellerProvider: parts.tellerReconciliationProvider,
       vault: parts.vault,
       logger: component('reconciliation'),
       websiteNotifications: parts.websiteNotifications,

@@ -6,7 +6,7 @@ import type { Logger } from './observability/logger';
 import type { ServiceMetrics } from './observability/metrics';
 import type { UseCases } from './use-cases/use-cases';
 import { BODY_LIMITS } from './http/body-limits';
-import type { EndpointContext } from './http/endpoint-declaration';
+import { isSignedWebhook, type EndpointContext } from './http/endpoint-declaration';
 import { ENDPOINTS } from './http/endpoint-list';
 import { authenticate, requireRole, type SecretSets } from './http/middleware/authenticate';
 import { notFoundHandler, problemHandler } from './http/middleware/problem-handler';
@@ -24,7 +24,7 @@ export interface AppDependencies {
   secrets: SecretSets;
   /** Per admin secret, over every /admin route; unset (apps built by hand in tests): no limit. */
   adminRequestsPerMinute?: number;
-  /** Per source address on the public route (Plaid's webhooks); unset: no limit. */
+  /** Per source address on the public routes (Plaid's and Teller's webhooks); unset: no limit. */
   publicRequestsPerMinute?: number;
   /** Express's `trust proxy`: which hops may set X-Forwarded-For, so `req.ip` is the real sender. */
   trustProxy?: boolean | number | string;
@@ -44,7 +44,7 @@ export function createApp(deps: AppDependencies): Express {
   app.set('query parser', 'simple');
   app.set('trust proxy', deps.trustProxy ?? false);
 
-  const publicEndpoints = ENDPOINTS.filter((endpoint) => endpoint.access === 'plaid-signature');
+  const publicEndpoints = ENDPOINTS.filter((endpoint) => isSignedWebhook(endpoint.access));
   app.use(
     logRequests(deps.logger, {
       // Anyone on the internet reaches the public route: its lines must not be filed under an id they chose.
@@ -77,7 +77,7 @@ export function createApp(deps: AppDependencies): Express {
   };
   mountEndpoints(
     app,
-    ENDPOINTS.filter((endpoint) => endpoint.access === 'anyone' || endpoint.access === 'plaid-signature'),
+    ENDPOINTS.filter((endpoint) => endpoint.access === 'anyone' || isSignedWebhook(endpoint.access)),
     {
       context,
       limiters: { 'per-source': limitRequestsPerSource(deps.publicRequestsPerMinute, deps.metrics) },
@@ -99,7 +99,7 @@ export function createApp(deps: AppDependencies): Express {
 
   mountEndpoints(
     app,
-    ENDPOINTS.filter((endpoint) => endpoint.access !== 'anyone' && endpoint.access !== 'plaid-signature'),
+    ENDPOINTS.filter((endpoint) => endpoint.access !== 'anyone' && !isSignedWebhook(endpoint.access)),
     {
       context,
       limiters: { 'per-admin-secret': limitAdminRequests(deps.adminRequestsPerMinute, deps.metrics) },

@@ -7,6 +7,8 @@ export const BODY_LIMITS = {
   json: 16 * 1024,
   /** Plaid's signed webhooks, read raw (their hash is signed): Plaid's are a few hundred bytes. */
   plaidWebhook: 8 * 1024,
+  /** Teller's signed webhooks, read raw likewise (the HMAC covers the bytes): Teller's are a few hundred bytes. */
+  tellerWebhook: 8 * 1024,
 } as const;
 
 /** "16 kB", as people read a limit. */

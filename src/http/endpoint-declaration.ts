@@ -18,10 +18,18 @@ export interface EndpointContext {
 }
 
 /**
- * Who may call: anyone (health checks), either secret, the secrets of one role, or Plaid (a webhook,
- * authenticated by its signature instead of a secret).
+ * Who may call: anyone (health checks), either secret, the secrets of one role, or a provider (Plaid's or
+ * Teller's webhook, authenticated by its signature instead of a secret).
  */
-export type Access = 'anyone' | 'any-secret' | Role | 'plaid-signature';
+export type Access = 'anyone' | 'any-secret' | Role | SignedWebhookAccess;
+
+/** The providers' webhooks: public routes, no secret, the raw body handed to the use case that verifies it. */
+export const SIGNED_WEBHOOK_ACCESS = ['plaid-signature', 'teller-signature'] as const;
+export type SignedWebhookAccess = (typeof SIGNED_WEBHOOK_ACCESS)[number];
+
+/** Whether an endpoint is a provider's signed webhook: public, its body read raw. */
+export const isSignedWebhook = (access: Access): access is SignedWebhookAccess =>
+  (SIGNED_WEBHOOK_ACCESS as readonly string[]).includes(access);
 
 /**
  * Which limit counts a request. `per-user` is counted by the rules (per subscription_user_id, and per
@@ -171,7 +179,7 @@ export function endpointsOf(module: Record<string, unknown>): Endpoint[] {
 /** Every code an endpoint can answer: its own, and those that follow from how it is mounted. */
 export function errorCodesOf(endpoint: Endpoint): ErrorCode[] {
   const codes = new Set<ErrorCode>([...endpoint.errors, 'INTERNAL_ERROR']);
-  if (endpoint.access === 'plaid-signature') {
+  if (isSignedWebhook(endpoint.access)) {
     codes.add('WEBHOOK_UNVERIFIED');
     codes.add('PAYLOAD_TOO_LARGE');
   } else if (endpoint.access !== 'anyone') {

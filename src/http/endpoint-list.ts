@@ -12,6 +12,7 @@ import * as health from './routes/health-routes';
 import * as linkTokens from './routes/link-token-routes';
 import * as plaidWebhooks from './routes/plaid-webhook-routes';
 import * as removals from './routes/removal-routes';
+import * as tellerWebhooks from './routes/teller-webhook-routes';
 
 /** Every endpoint each route module exports: a new one in an existing module needs no line here. */
 const API: readonly Endpoint[] = [
@@ -19,6 +20,7 @@ const API: readonly Endpoint[] = [
   linkTokens,
   exchange,
   plaidWebhooks,
+  tellerWebhooks,
   connections,
   removals,
   adminAccounts,

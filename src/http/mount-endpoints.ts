@@ -1,6 +1,13 @@
 import express, { type Express, type RequestHandler } from 'express';
 import { BODY_LIMITS } from './body-limits';
-import { RESPONDED, type Endpoint, type EndpointContext, type RateLimitPolicy } from './endpoint-declaration';
+import {
+  RESPONDED,
+  isSignedWebhook,
+  type Endpoint,
+  type EndpointContext,
+  type RateLimitPolicy,
+  type SignedWebhookAccess,
+} from './endpoint-declaration';
 import { requireRole } from './middleware/authenticate';
 import { methodNotAllowed } from './middleware/method-not-allowed';
 import { noteSubjects, type RequestSubjects } from './middleware/request-log';
@@ -9,7 +16,7 @@ import { parseInput } from './validate';
 function handlerOf(endpoint: Endpoint, context: EndpointContext): RequestHandler {
   return async (req, res) => {
     // A signed webhook's handler gets the raw bytes: parsing comes after the signature is checked.
-    const raw = endpoint.access === 'plaid-signature';
+    const raw = isSignedWebhook(endpoint.access);
     const body = raw
       ? req.body
       : endpoint.body
@@ -25,6 +32,12 @@ function handlerOf(endpoint: Endpoint, context: EndpointContext): RequestHandler
     else res.status(status).type(mediaType).send(result);
   };
 }
+
+/** Each provider's webhook body cap. */
+const SIGNED_BODY_LIMITS: Record<SignedWebhookAccess, number> = {
+  'plaid-signature': BODY_LIMITS.plaidWebhook,
+  'teller-signature': BODY_LIMITS.tellerWebhook,
+};
 
 export interface MountOptions {
   context: EndpointContext;
@@ -66,8 +79,8 @@ export function mountEndpoints(app: Express, endpoints: readonly Endpoint[], opt
         });
       }
     }
-    if (first.access === 'plaid-signature') {
-      route.all(express.raw({ type: () => true, limit: BODY_LIMITS.plaidWebhook }));
+    if (isSignedWebhook(first.access)) {
+      route.all(express.raw({ type: () => true, limit: SIGNED_BODY_LIMITS[first.access] }));
     }
     for (const endpoint of group) route[endpoint.method](handlerOf(endpoint, options.context));
     route.all(methodNotAllowed(...group.map((endpoint) => endpoint.method.toUpperCase())));

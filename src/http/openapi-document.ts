@@ -24,6 +24,7 @@ const SAMPLE_HEADER: Record<Access, string | undefined> = {
   internal: 'X-Internal-Secret: $INTERNAL_SECRET',
   admin: 'X-Internal-Secret: $ADMIN_SECRET',
   'plaid-signature': 'Plaid-Verification: $PLAID_VERIFICATION',
+  'teller-signature': 'Teller-Signature: $TELLER_SIGNATURE',
 };
 
 const shellQuoted = (text: string) => `'${text.replace(/'/g, `'\\''`)}'`;
@@ -156,6 +157,7 @@ const SECURITY: Record<Endpoint['access'], Record<string, string[]>[] | undefine
   internal: [{ internalSecret: [] }],
   admin: [{ adminSecret: [] }],
   'plaid-signature': [{ plaidVerification: [] }],
+  'teller-signature': [{ tellerSignature: [] }],
 };
 
 function routeOf(endpoint: Endpoint): RouteConfig {
@@ -265,6 +267,15 @@ export function buildOpenApiDocument(endpoints: readonly Endpoint[]): OpenApiDoc
     description:
       "Plaid's signed JWT (ES256, key by `kid` from /webhook_verification_key/get, `iat` within 5 minutes, " +
       'SHA-256 of the raw body in `request_body_sha256`). No X-Internal-Secret: Plaid cannot send it.',
+  });
+  registry.registerComponent('securitySchemes', 'tellerSignature', {
+    type: 'apiKey',
+    in: 'header',
+    name: 'Teller-Signature',
+    description:
+      "Teller's `t=<unix seconds>,v1=<hex>[,v1=<hex>…]`: HMAC-SHA256 of `<t>.<raw body>` under a webhook " +
+      'signing secret (TELLER_WEBHOOK_SIGNING_SECRETS; one `v1` per secret during a rotation), `t` within 3 ' +
+      'minutes. No X-Internal-Secret: Teller cannot send it.',
   });
   for (const endpoint of endpoints) registry.registerPath(routeOf(endpoint));
   for (const webhook of notificationWebhooks()) registry.registerWebhook(webhook);

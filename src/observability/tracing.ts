@@ -12,6 +12,7 @@ import { HttpInstrumentation } from '@opentelemetry/instrumentation-http';
 import { PgInstrumentation } from '@opentelemetry/instrumentation-pg';
 import { NodeSDK } from '@opentelemetry/sdk-node';
 import { PLAID_WEBHOOK_PATH } from '../vocabulary/plaid-webhooks';
+import { TELLER_WEBHOOK_PATH } from '../vocabulary/teller-webhooks';
 import { redactUrl } from './logger';
 
 /** The service's name in traces when OTEL_SERVICE_NAME does not give another. */
@@ -20,11 +21,14 @@ export const DEFAULT_SERVICE_NAME = 'account-connection-service';
 /** Probes would make a trace every few seconds each, and say nothing a trace could. */
 const UNTRACED_PATHS = new Set(['/healthz', '/readyz']);
 
-/**
- * The public route, matched as Express routes it (case-insensitive, one trailing slash allowed): its
- * senders are anyone on the internet.
- */
-const PUBLIC_ROUTE = new RegExp(`^${PLAID_WEBHOOK_PATH.replace(/[.*+?^$()|[\]\\]/g, '\\$&')}/?$`, 'i');
+/** The public routes: the providers' webhooks, whose senders are anyone on the internet. */
+const PUBLIC_PATHS = [PLAID_WEBHOOK_PATH, TELLER_WEBHOOK_PATH] as const;
+
+/** The public routes, matched as Express routes them (case-insensitive, one trailing slash allowed). */
+const PUBLIC_ROUTE = new RegExp(
+  `^(${PUBLIC_PATHS.map((path) => path.replace(/[.*+?^$()|[\]\\]/g, '\\$&')).join('|')})/?$`,
+  'i',
+);
 
 /** A request target's path, as Express reads it: origin-form as sent, absolute-form by its URL. */
 function pathOf(target: string): string {
@@ -36,11 +40,11 @@ function pathOf(target: string): string {
   }
 }
 
-/** The trace context a sender on the public route sent: a link of our span, never its parent. */
+/** The trace context a sender on a public route sent: a link of our span, never its parent. */
 const sendersContexts = new WeakMap<IncomingMessage, SpanContext>();
 
 /**
- * On the public route anyone could choose the trace id of our spans and log lines (and whether they
+ * On a public route anyone could choose the trace id of our spans and log lines (and whether they
  * are sampled), as they could the request id: the propagation headers (`traceparent`, `tracestate`,
  * `baggage`, whatever OTEL_PROPAGATORS reads) are taken off the request before the instrumentation
  * reads them, so its span starts a trace of ours; the context they named is kept for a link.
@@ -68,7 +72,7 @@ function describeRequest(span: Span, request: IncomingMessage): void {
 
 /**
  * Starts OpenTelemetry's official SDK: traces exported over OTLP/HTTP (the standard OTEL_* variables
- * say where and how), incoming W3C `traceparent` continued (but on the public route), a span per
+ * say where and how), incoming W3C `traceparent` continued (but on the public routes), a span per
  * request, per Plaid call (the provider's own, around the HTTP client spans) and per database query
  * (its SQL text, never its values). Call it before anything it instruments (http, pg) is loaded; only
  * when the environment names an OTLP endpoint: otherwise this module, and the SDK, are never loaded.

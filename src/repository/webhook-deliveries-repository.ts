@@ -1,7 +1,8 @@
+import { createHash } from 'node:crypto';
 import type { Queryable } from './queryable';
 
 /**
- * Records a verified delivery by the SHA-256 of its signed token (`Plaid-Verification`); false when that
+ * Records a verified Plaid delivery by the SHA-256 of its signed token (`Plaid-Verification`); false when that
  * very token was seen before: a replay of one delivery. Plaid signs every sending afresh, so a repeated
  * real event is a new delivery (its body may be the same). In the caller's transaction: a failed change
  * forgets it too.
@@ -14,6 +15,27 @@ export async function recordWebhookDelivery(
     `INSERT INTO webhook_deliveries (verification_sha256, item_id, webhook_type, webhook_code)
      VALUES ($1, $2, $3, $4) ON CONFLICT (verification_sha256) DO NOTHING`,
     [delivery.verificationSha256, delivery.itemId, delivery.webhookType, delivery.webhookCode],
+  );
+  return rowCount === 1;
+}
+
+/**
+ * Records a verified Teller delivery by its webhook's `id`; false when that `id` was recorded before:
+ * Teller delivers an event again (after a non-2xx, or twice) with the same `id` and a fresh signature
+ * (https://teller.io/docs/api/webhooks), so the id, not the signature, is the event's identity. The key is
+ * the SHA-256 of `teller:` and the id, in the column Plaid's keys use, so the two never meet. In the
+ * caller's transaction, as Plaid's.
+ */
+export async function recordTellerWebhookDelivery(
+  db: Queryable,
+  delivery: { webhookId: string; enrollmentId: string | null; webhookType: string; reason: string | null },
+): Promise<boolean> {
+  const key = createHash('sha256').update(`teller:${delivery.webhookId}`, 'utf8').digest();
+  const { rowCount } = await db.query(
+    `INSERT INTO webhook_deliveries (verification_sha256, item_id, webhook_type, webhook_code, provider)
+     VALUES ($1, $2, $3, $4, 'teller') ON CONFLICT (verification_sha256) DO NOTHING`,
+    // webhook_code holds the disconnection's reason; '' for a type that has none.
+    [key, delivery.enrollmentId, delivery.webhookType, delivery.reason ?? ''],
   );
   return rowCount === 1;
 }

@@ -13,6 +13,7 @@ import { LinkTokens } from './create-link-token';
 import { PublicTokenExchange } from './exchange-public-token/exchange-public-token';
 import { UserConnections } from './list-user-connections';
 import { PlaidWebhooks } from './receive-plaid-webhook';
+import { TellerWebhooks } from './receive-teller-webhook';
 import { Reconciliation, type ReconciliationDependencies } from './reconciliation/reconcile-connections';
 import { ConnectionRefresh } from './refresh-connection';
 import { ConnectionRemovals } from './remove-connections';
@@ -62,6 +63,7 @@ export function buildUseCases(parts: UseCaseParts) {
     exchanges: new PublicTokenExchange(shared),
     removals: new ConnectionRemovals(shared),
     plaidWebhooks: new PlaidWebhooks(shared),
+    tellerWebhooks: new TellerWebhooks(shared),
     refreshes: new ConnectionRefresh(shared),
     userConnections: new UserConnections(shared),
     adminAccounts: new AdminAccounts({
@@ -86,6 +88,7 @@ export function buildUseCases(parts: UseCaseParts) {
     reconciliation: new Reconciliation({
       pool: parts.pool,
       provider: parts.reconciliationProvider,
+      tellerProvider: parts.tellerReconciliationProvider,
       vault: parts.vault,
       logger: component('reconciliation'),
       websiteNotifications: parts.websiteNotifications,

@@ -1,4 +1,11 @@
 /**
+ * Where Teller posts its webhooks (registered in Teller's dashboard, https://teller.io/docs/api/webhooks):
+ * public like Plaid's path, so its declaration and tracing, which must not continue a trace context its
+ * senders choose, name it from here.
+ */
+export const TELLER_WEBHOOK_PATH = '/webhooks/teller';
+
+/**
  * Teller's webhook types (https://teller.io/docs/api/webhooks, "Webhook Types"), declared once for what
  * is told apart in metrics: a type not listed (or one from an unverified body) is `other`.
  */

@@ -55,8 +55,8 @@ describe('the provider in connection answers and the admin views', () => {
   beforeAll(async () => {
     plaid = await connectInstitution(service, users.ann);
     tellers = [
-      await storeTellerConnection(service, { subscriptionUserId: users.ann }),
-      await storeTellerConnection(service, { subscriptionUserId: users.ben, institution: 'wells_fargo' }),
+      await storeTellerConnection(service, { user: users.ann }),
+      await storeTellerConnection(service, { user: users.ben, institution: 'wells_fargo' }),
     ];
   });
 
@@ -71,7 +71,7 @@ describe('the provider in connection answers and the admin views', () => {
       ]),
     ).toEqual([
       [plaid.itemId, 'plaid'],
-      [tellers[0]!.itemId, 'teller'],
+      [tellers[0]!.enrollmentId, 'teller'],
     ]);
     expect(response.body.connections[1].accounts).toHaveLength(3);
   });
@@ -93,11 +93,11 @@ describe('the provider in connection answers and the admin views', () => {
       ]),
     ).toEqual([
       [plaid.itemId, 'plaid'],
-      [tellers[0]!.itemId, 'teller'],
-      [tellers[1]!.itemId, 'teller'],
+      [tellers[0]!.enrollmentId, 'teller'],
+      [tellers[1]!.enrollmentId, 'teller'],
     ]);
     expect(all.body.connections[1]).toMatchObject({
-      item_id: tellers[0]!.itemId,
+      item_id: tellers[0]!.enrollmentId,
       subscription_user_id: users.ann,
       institution_id: 'chase',
       institution_name: 'Chase',
@@ -105,9 +105,9 @@ describe('the provider in connection answers and the admin views', () => {
       accounts: 3,
       provider: 'teller',
     });
-    expect(itemIdsOf(onlyTeller)).toEqual(tellers.map((teller) => teller.itemId));
+    expect(itemIdsOf(onlyTeller)).toEqual(tellers.map((teller) => teller.enrollmentId));
     expect(itemIdsOf(onlyPlaid)).toEqual([plaid.itemId]);
-    expect(itemIdsOf(annsTeller)).toEqual([tellers[0]!.itemId]);
+    expect(itemIdsOf(annsTeller)).toEqual([tellers[0]!.enrollmentId]);
     expect(all.text).not.toContain(tellers[0]!.accessToken);
   });
 
@@ -122,7 +122,7 @@ describe('the provider in connection answers and the admin views', () => {
     expect(
       onlyTeller.body.accounts.every(
         (account: { provider: string; item_id: string }) =>
-          account.provider === 'teller' && tellers.some((teller) => teller.itemId === account.item_id),
+          account.provider === 'teller' && tellers.some((teller) => teller.enrollmentId === account.item_id),
       ),
     ).toBe(true);
     expect(ids(onlyPlaid)).toEqual(plaid.accountIds);
@@ -164,7 +164,7 @@ describe('the provider in connection answers and the admin views', () => {
       .split('\n')
       .map((line) => JSON.parse(line) as { item_id: string; provider: string });
     expect(records.map((record) => [record.item_id, record.provider])).toEqual(
-      tellers.map((teller) => [teller.itemId, 'teller']),
+      tellers.map((teller) => [teller.enrollmentId, 'teller']),
     );
     const [header, ...rows] = csv.text.trimEnd().split('\n');
     expect(header!.endsWith(',last_webhook_at,provider')).toBe(true);
@@ -177,10 +177,10 @@ describe('the provider in connection answers and the admin views', () => {
   });
 
   it('when one Teller enrollment is viewed, then its connection and accounts name Teller', async () => {
-    const response = await getAdminConnection(service, tellers[1]!.itemId);
+    const response = await getAdminConnection(service, tellers[1]!.enrollmentId);
 
     expect(response.status).toBe(200);
-    expect(response.body.connection).toMatchObject({ item_id: tellers[1]!.itemId, provider: 'teller' });
+    expect(response.body.connection).toMatchObject({ item_id: tellers[1]!.enrollmentId, provider: 'teller' });
     expect(response.body.accounts.map((account: { provider: string }) => account.provider)).toEqual([
       'teller',
       'teller',
@@ -196,12 +196,12 @@ describe('the provider in connection answers and the admin views', () => {
     });
     const cat = uniqueUserId('cat');
     const steps = [await readBoth()];
-    const teller = await storeTellerConnection(service, { subscriptionUserId: cat });
+    const teller = await storeTellerConnection(service, { user: cat });
     steps.push(await readBoth());
     await removeAccount(service, cat, teller.accountIds[0]!);
     steps.push(await readBoth());
     await connectInstitution(service, cat, 'ins_109511');
-    await removeInstitution(service, cat, { item_id: teller.itemId });
+    await removeInstitution(service, cat, { item_id: teller.enrollmentId });
     steps.push(await readBoth());
 
     for (const step of steps) expect(step.stats).toEqual(step.recount);

@@ -1,7 +1,9 @@
 import type { Server } from 'node:http';
+import { isSignedWebhook } from '../../src/http/endpoint-declaration';
 import { ENDPOINTS } from '../../src/http/endpoint-list';
 import { listen } from '../../src/http/server';
 import { PLAID_WEBHOOK_PATH } from '../../src/vocabulary/plaid-webhooks';
+import { TELLER_WEBHOOK_PATH } from '../../src/vocabulary/teller-webhooks';
 import { endpointOf, secretFor, sendFrom } from '../support/requests';
 import { startService, type ServiceContext } from '../support/service';
 
@@ -109,11 +111,11 @@ describe('the public route', () => {
     );
   });
 
-  it('when the endpoints are listed, then the only public one is the path tracing refuses to continue a sender’s trace on', () => {
-    const publicPaths = ENDPOINTS.filter((endpoint) => endpoint.access === 'plaid-signature').map(
+  it('when the endpoints are listed, then the only public ones are the paths tracing refuses to continue a sender’s trace on', () => {
+    const publicPaths = ENDPOINTS.filter((endpoint) => isSignedWebhook(endpoint.access)).map(
       (endpoint) => endpoint.path,
     );
 
-    expect(publicPaths).toEqual([PLAID_WEBHOOK_PATH]);
+    expect(publicPaths).toEqual([PLAID_WEBHOOK_PATH, TELLER_WEBHOOK_PATH]);
   });
 });

@@ -6,6 +6,7 @@ import {
   withExampleBody,
   withoutSecret,
 } from '../support/requests';
+import { isSignedWebhook } from '../../src/http/endpoint-declaration';
 import { prepareFixture, validRequestFor, type Fixture } from '../support/valid-requests';
 import {
   INTERNAL_SECRET,
@@ -19,7 +20,7 @@ import {
 
 /** Each endpoint a secret reaches, from the declarations: a new one is checked here as it is declared. */
 const SECRET_ENDPOINTS = declaredEndpoints(
-  (endpoint) => endpoint.access !== 'anyone' && endpoint.access !== 'plaid-signature',
+  (endpoint) => endpoint.access !== 'anyone' && !isSignedWebhook(endpoint.access),
 );
 const WEBSITE_ENDPOINTS = declaredEndpoints((endpoint) => endpoint.access === 'internal');
 const ADMIN_ENDPOINTS = declaredEndpoints((endpoint) => endpoint.access === 'admin');

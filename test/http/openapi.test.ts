@@ -49,6 +49,7 @@ import {
   withoutSecret,
 } from '../support/requests';
 import { asAdmin, asWebsite, linkPublicToken, serviceForFile, uniqueUserId } from '../support/service';
+import { postTellerWebhook, tellerDelivery } from '../support/teller-connections';
 import { projectPath } from '../support/project-paths';
 
 interface Layer {
@@ -120,7 +121,7 @@ describe('GET /openapi.json', () => {
   const requestSchemaName = (path: string) =>
     document.paths[path]!.post!.requestBody!.content['application/json']!.schema.$ref!.split('/').pop()!;
 
-  const service = serviceForFile();
+  const service = serviceForFile({ teller: true });
   beforeAll(async () => {
     document = (await openApiDocument(service)).body;
     ajv = new Ajv2020({ strict: false, allErrors: true });
@@ -353,6 +354,12 @@ describe('GET /openapi.json', () => {
     };
     const rawWebhook = JSON.stringify(webhookBody);
     const webhook = await postPlaidWebhook(service, rawWebhook, service.emulator.signWebhook(rawWebhook));
+    const tellerWebhook = tellerDelivery({ type: 'webhook.test' });
+    const tellerWebhookAnswer = await postTellerWebhook(
+      service,
+      tellerWebhook.rawBody,
+      tellerWebhook.headers['teller-signature'],
+    );
     const alive = await liveness(service);
     const ready = await readiness(service);
     const reference = await apiReference(service);
@@ -382,6 +389,7 @@ describe('GET /openapi.json', () => {
       ['refreshConnection', refreshBody, refreshed],
       ['getConnectionStatus', statusBody, status],
       ['receivePlaidWebhook', webhookBody, webhook],
+      ['receiveTellerWebhook', tellerWebhook.event, tellerWebhookAnswer],
       ['checkLiveness', undefined, alive],
       ['checkReadiness', undefined, ready],
       ['getOpenApiDocument', undefined, { status: 200, body: document }],
@@ -466,6 +474,7 @@ describe('GET /openapi.json', () => {
       internal: '-H "X-Internal-Secret: $INTERNAL_SECRET"',
       admin: '-H "X-Internal-Secret: $ADMIN_SECRET"',
       'plaid-signature': '-H "Plaid-Verification: $PLAID_VERIFICATION"',
+      'teller-signature': '-H "Teller-Signature: $TELLER_SIGNATURE"',
     } as const;
 
     for (const endpoint of ENDPOINTS) {
@@ -621,6 +630,7 @@ describe('GET /openapi.json', () => {
       'listAdminRemovals',
       'listReconciliations',
       'receivePlaidWebhook',
+      'receiveTellerWebhook',
       'redeliverNotifications',
       'refreshConnection',
       'removeAccount',

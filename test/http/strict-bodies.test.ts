@@ -1,5 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { BODY_LIMITS, JSON_NESTING_LIMIT } from '../../src/http/body-limits';
+import { isSignedWebhook } from '../../src/http/endpoint-declaration';
 import { ENDPOINTS } from '../../src/http/endpoint-list';
 import { buildOpenApiDocument } from '../../src/http/openapi-document';
 import {
@@ -18,9 +19,9 @@ import { linkPublicToken, rowsOf, serviceForFile, uniqueUserId, validationProble
 import { projectPath } from '../support/project-paths';
 import { rateLimitBuckets } from '../support/state-probes';
 
-/** Every endpoint whose JSON body the service parses: all that take one but Plaid's webhook. */
+/** Every endpoint whose JSON body the service parses: all that take one but the providers' webhooks. */
 const BODY_ENDPOINTS = declaredEndpoints(
-  (endpoint) => endpoint.body !== undefined && endpoint.access !== 'plaid-signature',
+  (endpoint) => endpoint.body !== undefined && !isSignedWebhook(endpoint.access),
 );
 
 describe('strict request bodies', () => {

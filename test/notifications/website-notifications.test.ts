@@ -96,6 +96,7 @@ describe('notifications to the website', () => {
     expect(changed!.data).toEqual({
       subscription_user_id: user,
       item_id: itemId,
+      provider: 'plaid',
       institution_id: 'ins_109508',
       institution_name: 'First Platypus Bank',
       sequence: 1,
@@ -138,6 +139,7 @@ describe('notifications to the website', () => {
     expect(removed.data).toEqual({
       subscription_user_id: user,
       item_id: itemId,
+      provider: 'plaid',
       institution_id: 'ins_109508',
       institution_name: 'First Platypus Bank',
       sequence: 1,

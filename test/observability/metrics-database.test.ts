@@ -71,7 +71,7 @@ describe('metrics while the database is down', () => {
       }
       const failures = (await scrape()).metrics.value('metrics_database_read_failures_total') ?? 0;
       let reachableAgain: number | undefined;
-      for (const deadline = Date.now() + 10_000; reachableAgain !== 1 && Date.now() < deadline; ) {
+      for (const deadline = Date.now() + 10_000; reachableAgain !== 1 && Date.now() < deadline;) {
         reachableAgain = (await scrape()).metrics.value('database_reachable');
         if (reachableAgain !== 1) await new Promise((resolve) => setTimeout(resolve, 200));
       }

@@ -74,6 +74,8 @@ describe('traces over OTLP', () => {
       PLAID_CLIENT_ID: PLAID.clientId,
       PLAID_SECRET: PLAID.secret,
       PLAID_BASE_URL: emulator.url,
+      // The built-in Teller emulator (no TELLER_APPLICATION_ID) on a free port, beside other runs.
+      TELLER_EMULATOR_PORT: '0',
       OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url,
       OTEL_BSP_SCHEDULE_DELAY: '100',
     });
@@ -215,5 +217,32 @@ describe('traces over OTLP', () => {
     expect(requestLines.map((line) => line.trace_id).sort()).toEqual(
       spans.map((span) => span.traceId).sort(),
     );
+  });
+
+  it('when anyone posts to Teller’s public route with a traceparent, then its span starts a trace of ours, linked to theirs', async () => {
+    const theirTrace = randomBytes(16).toString('hex');
+    const theirSpan = randomBytes(8).toString('hex');
+
+    const response = await fetch(`${service.serviceUrl}/webhooks/teller`, {
+      method: 'POST',
+      headers: {
+        'Content-Type': 'application/json',
+        'Teller-Signature': 'not-a-signature',
+        traceparent: `00-${theirTrace}-${theirSpan}-01`,
+      },
+      body: JSON.stringify({
+        id: 'wh_x',
+        type: 'webhook.test',
+        payload: {},
+        timestamp: '2026-01-01T00:00:00Z',
+      }),
+    });
+    const [span] = await spansNamed('POST /webhooks/teller');
+
+    expect(response.status).toBe(401);
+    expect(span!.traceId).not.toBe(theirTrace);
+    expect(span!.parentSpanId ?? '').toBe('');
+    expect(span!.links).toEqual([expect.objectContaining({ traceId: theirTrace, spanId: theirSpan })]);
+    expect(receiver.spans.filter((candidate) => candidate.traceId === theirTrace)).toEqual([]);
   });
 });

@@ -58,7 +58,7 @@ describe('removals of Teller connections', () => {
 
   it('when one account of a Teller connection is removed, then that account alone goes, here and at Teller (DELETE /accounts/{id}), and the enrollment stays', async () => {
     const user = uniqueUserId('teller');
-    const teller = await storeTellerConnection(service, { subscriptionUserId: user });
+    const teller = await storeTellerConnection(service, { user: user });
     const [removed, ...kept] = teller.accountIds;
 
     const response = await removeAccount(service, user, removed!);
@@ -67,15 +67,15 @@ describe('removals of Teller connections', () => {
     expect(response.body).toEqual({ success: true, institution_removed: false });
     expect(await accountIdsOf(service, user)).toEqual([...kept].sort());
     expect(await connectionsOfUser(service, user)).toEqual([
-      { provider_item_id: teller.itemId, status: 'good' },
+      { provider_item_id: teller.enrollmentId, status: 'good' },
     ]);
     expect(deletesAtTeller(service)).toEqual([{ path: `/accounts/${removed}`, status: 204 }]);
-    const enrollment = enrollmentOf(service, teller.itemId);
+    const enrollment = enrollmentOf(service, teller.enrollmentId);
     expect(enrollment.status).toBe('connected');
     expect(enrollment.accounts.map((account) => [account.id, account.deleted])).toEqual(
       teller.accountIds.map((id) => [id, id === removed]),
     );
-    expect(await removalRowsOf(service, teller.itemId)).toEqual([
+    expect(await removalRowsOf(service, teller.enrollmentId)).toEqual([
       {
         kind: 'provider_account_remove',
         provider: 'teller',
@@ -90,7 +90,7 @@ describe('removals of Teller connections', () => {
 
   it('when a Teller connection loses its accounts one by one, then each goes at Teller, and with the last the connection goes and the enrollment is revoked (DELETE /accounts)', async () => {
     const user = uniqueUserId('teller');
-    const teller = await storeTellerConnection(service, { subscriptionUserId: user });
+    const teller = await storeTellerConnection(service, { user: user });
     const [first, second, last] = teller.accountIds as [string, string, string];
 
     const answers = [];
@@ -109,9 +109,9 @@ describe('removals of Teller connections', () => {
       { path: `/accounts/${second}`, status: 204 },
       { path: '/accounts', status: 204 },
     ]);
-    expect(enrollmentOf(service, teller.itemId).status).toBe('revoked');
+    expect(enrollmentOf(service, teller.enrollmentId).status).toBe('revoked');
     expect(
-      (await removalRowsOf(service, teller.itemId)).map((row) => [row.kind, row.reason, row.state]),
+      (await removalRowsOf(service, teller.enrollmentId)).map((row) => [row.kind, row.reason, row.state]),
     ).toEqual([
       ['provider_account_remove', 'account_removed', 'done'],
       ['provider_account_remove', 'account_removed', 'done'],
@@ -121,17 +121,17 @@ describe('removals of Teller connections', () => {
 
   it('when a Teller connection is removed by its item_id, then its accounts go and its enrollment is revoked at Teller (DELETE /accounts)', async () => {
     const user = uniqueUserId('teller');
-    const teller = await storeTellerConnection(service, { subscriptionUserId: user });
+    const teller = await storeTellerConnection(service, { user: user });
 
-    const response = await removeInstitution(service, user, { item_id: teller.itemId });
+    const response = await removeInstitution(service, user, { item_id: teller.enrollmentId });
 
     expect(response.status).toBe(200);
     expect(response.body).toEqual({ success: true, accounts_removed: 3 });
     expect(await connectionsOfUser(service, user)).toEqual([]);
     expect(await accountIdsOf(service, user)).toEqual([]);
     expect(deletesAtTeller(service)).toEqual([{ path: '/accounts', status: 204 }]);
-    expect(enrollmentOf(service, teller.itemId).status).toBe('revoked');
-    expect(await removalRowsOf(service, teller.itemId)).toEqual([
+    expect(enrollmentOf(service, teller.enrollmentId).status).toBe('revoked');
+    expect(await removalRowsOf(service, teller.enrollmentId)).toEqual([
       {
         kind: 'provider_item_remove',
         provider: 'teller',
@@ -153,8 +153,8 @@ describe('removals of Teller connections', () => {
     const user = uniqueUserId('teller');
     const plaid = await connectInstitution(service, user);
     const tellers = [
-      await storeTellerConnection(service, { subscriptionUserId: user }),
-      await storeTellerConnection(service, { subscriptionUserId: user, institution: 'wells_fargo' }),
+      await storeTellerConnection(service, { user: user }),
+      await storeTellerConnection(service, { user: user, institution: 'wells_fargo' }),
     ];
 
     const response = await removeUser(service, user);
@@ -167,12 +167,12 @@ describe('removals of Teller connections', () => {
     ]);
     expect(
       service.teller!.calls({ method: 'DELETE' }).map((call) => [call.path, call.enrollment_id, call.status]),
-    ).toEqual(expect.arrayContaining(tellers.map((teller) => ['/accounts', teller.itemId, 204])));
+    ).toEqual(expect.arrayContaining(tellers.map((teller) => ['/accounts', teller.enrollmentId, 204])));
     expect(deletesAtTeller(service)).toHaveLength(2);
     for (const teller of tellers) {
-      expect(enrollmentOf(service, teller.itemId).status).toBe('revoked');
+      expect(enrollmentOf(service, teller.enrollmentId).status).toBe('revoked');
       expect(
-        (await removalRowsOf(service, teller.itemId)).map((row) => [row.kind, row.reason, row.state]),
+        (await removalRowsOf(service, teller.enrollmentId)).map((row) => [row.kind, row.reason, row.state]),
       ).toEqual([['provider_item_remove', 'user_removed', 'done']]);
     }
   });
@@ -192,7 +192,7 @@ describe('removals of Teller connections', () => {
   describe('when Teller fails', () => {
     it('when Teller answers 5xx to an account removal and then recovers, then the removal is retried with backoff and done once', async () => {
       const user = uniqueUserId('teller');
-      const teller = await storeTellerConnection(service, { subscriptionUserId: user });
+      const teller = await storeTellerConnection(service, { user: user });
       const removed = teller.accountIds[0]!;
       // Every attempt of the first delivery (its client retries twice).
       service.teller!.injectFault({ method: 'DELETE', path: '/accounts/:account_id', status: 500, count: 3 });
@@ -208,7 +208,7 @@ describe('removals of Teller connections', () => {
       );
       expect(pending).toMatchObject({ state: 'pending', attempts: 1, last_status: 500, backing_off: true });
       expect(pending!.last_error).toEqual(expect.any(String));
-      expect(enrollmentOf(service, teller.itemId).accounts[0]!.deleted).toBe(false);
+      expect(enrollmentOf(service, teller.enrollmentId).accounts[0]!.deleted).toBe(false);
 
       await service.deps.outbox.runOnce();
       const stillBackingOff = deletesAtTeller(service).length;
@@ -224,20 +224,20 @@ describe('removals of Teller connections', () => {
         { path: `/accounts/${removed}`, status: 500 },
         { path: `/accounts/${removed}`, status: 204 },
       ]);
-      expect(await removalRowsOf(service, teller.itemId)).toEqual([
+      expect(await removalRowsOf(service, teller.enrollmentId)).toEqual([
         expect.objectContaining({ state: 'done', last_status: null, holds_token: false }),
       ]);
-      expect(enrollmentOf(service, teller.itemId).accounts[0]!.deleted).toBe(true);
+      expect(enrollmentOf(service, teller.enrollmentId).accounts[0]!.deleted).toBe(true);
       expect(service.logs.join('')).toContain('Account removal failed; it will be retried');
     });
 
     it('when Teller answers 5xx to a revocation and then recovers, then the revocation is retried and done once', async () => {
       const user = uniqueUserId('teller');
-      const teller = await storeTellerConnection(service, { subscriptionUserId: user });
+      const teller = await storeTellerConnection(service, { user: user });
       service.teller!.injectFault({ method: 'DELETE', path: '/accounts', status: 503, count: 3 });
 
-      await removeInstitution(service, user, { item_id: teller.itemId });
-      const afterFirstDelivery = await removalRowsOf(service, teller.itemId);
+      await removeInstitution(service, user, { item_id: teller.enrollmentId });
+      const afterFirstDelivery = await removalRowsOf(service, teller.enrollmentId);
       await makeRemovalsDue(service);
       await service.deps.outbox.runOnce();
       await makeRemovalsDue(service);
@@ -252,24 +252,24 @@ describe('removals of Teller connections', () => {
         { path: '/accounts', status: 503 },
         { path: '/accounts', status: 204 },
       ]);
-      expect(await removalRowsOf(service, teller.itemId)).toEqual([
+      expect(await removalRowsOf(service, teller.enrollmentId)).toEqual([
         expect.objectContaining({ kind: 'provider_item_remove', state: 'done', holds_token: false }),
       ]);
-      expect(enrollmentOf(service, teller.itemId).status).toBe('revoked');
+      expect(enrollmentOf(service, teller.enrollmentId).status).toBe('revoked');
     });
 
     it('when Teller says the enrollment is already gone (403 on a revoked token), then its revocation is done', async () => {
       const user = uniqueUserId('teller');
-      const teller = await storeTellerConnection(service, { subscriptionUserId: user });
+      const teller = await storeTellerConnection(service, { user: user });
       // Revoked at Teller behind the service's back: its token now answers 403.
       await service.deps.teller!.provider.revokeEnrollment(teller.accessToken);
       service.teller!.clearCalls();
 
-      const response = await removeInstitution(service, user, { item_id: teller.itemId });
+      const response = await removeInstitution(service, user, { item_id: teller.enrollmentId });
 
       expect(response.body).toEqual({ success: true, accounts_removed: 3 });
       expect(deletesAtTeller(service)).toEqual([{ path: '/accounts', status: 403 }]);
-      expect(await removalRowsOf(service, teller.itemId)).toEqual([
+      expect(await removalRowsOf(service, teller.enrollmentId)).toEqual([
         expect.objectContaining({ state: 'done', last_status: 404, holds_token: false }),
       ]);
       expect(service.logs.join('')).toContain('Item was already gone at the provider');
@@ -277,7 +277,7 @@ describe('removals of Teller connections', () => {
 
     it('when Teller says an account is already gone (404), then its removal is done', async () => {
       const user = uniqueUserId('teller');
-      const teller = await storeTellerConnection(service, { subscriptionUserId: user });
+      const teller = await storeTellerConnection(service, { user: user });
       service.teller!.injectFault({
         method: 'DELETE',
         path: '/accounts/:account_id',
@@ -287,7 +287,7 @@ describe('removals of Teller connections', () => {
       await removeAccount(service, user, teller.accountIds[0]!);
 
       expect(deletesAtTeller(service)).toEqual([{ path: `/accounts/${teller.accountIds[0]}`, status: 404 }]);
-      expect(await removalRowsOf(service, teller.itemId)).toEqual([
+      expect(await removalRowsOf(service, teller.enrollmentId)).toEqual([
         expect.objectContaining({ kind: 'provider_account_remove', state: 'done', last_status: 404 }),
       ]);
       expect(service.logs.join('')).toContain('Account was already gone at the provider');
@@ -295,12 +295,12 @@ describe('removals of Teller connections', () => {
 
     it('when an account removal still waits for Teller and the whole connection is removed meanwhile, then both end done: the revocation, and the account removal once Teller says the token is revoked', async () => {
       const user = uniqueUserId('teller');
-      const teller = await storeTellerConnection(service, { subscriptionUserId: user });
+      const teller = await storeTellerConnection(service, { user: user });
       const removed = teller.accountIds[0]!;
       service.teller!.injectFault({ method: 'DELETE', path: '/accounts/:account_id', status: 502, count: 3 });
       await removeAccount(service, user, removed);
 
-      await removeInstitution(service, user, { item_id: teller.itemId });
+      await removeInstitution(service, user, { item_id: teller.enrollmentId });
       await makeRemovalsDue(service);
       await service.deps.outbox.runOnce();
 
@@ -312,17 +312,21 @@ describe('removals of Teller connections', () => {
         { path: `/accounts/${removed}`, status: 403 },
       ]);
       expect(
-        (await removalRowsOf(service, teller.itemId)).map((row) => [row.kind, row.state, row.holds_token]),
+        (await removalRowsOf(service, teller.enrollmentId)).map((row) => [
+          row.kind,
+          row.state,
+          row.holds_token,
+        ]),
       ).toEqual([
         ['provider_account_remove', 'done', false],
         ['provider_item_remove', 'done', false],
       ]);
-      expect(enrollmentOf(service, teller.itemId).status).toBe('revoked');
+      expect(enrollmentOf(service, teller.enrollmentId).status).toBe('revoked');
     });
 
     it('when an account removal keeps failing past the retry horizon, then it is dead, listed by /admin/removals, counted in /admin/stats and the metrics, and a retry of the dead removals finishes it', async () => {
       const user = uniqueUserId('teller');
-      const teller = await storeTellerConnection(service, { subscriptionUserId: user });
+      const teller = await storeTellerConnection(service, { user: user });
       const removed = teller.accountIds[1]!;
       service.teller!.injectFault({
         method: 'DELETE',
@@ -333,7 +337,7 @@ describe('removals of Teller connections', () => {
       const deadBefore = (await adminStats(service)).body.provider_removals.dead as number;
       await removeAccount(service, user, removed);
       const pendingStats = (await adminStats(service)).body.provider_removals;
-      await ageRemovalsOf(service, teller.itemId, service.config.outbox.retryHorizonHours + 1);
+      await ageRemovalsOf(service, teller.enrollmentId, service.config.outbox.retryHorizonHours + 1);
 
       await service.deps.outbox.runOnce();
 
@@ -347,7 +351,7 @@ describe('removals of Teller connections', () => {
       );
       expect(row).toEqual({
         id: expect.any(String),
-        item_id: teller.itemId,
+        item_id: teller.enrollmentId,
         subscription_user_id: user,
         provider: 'teller',
         provider_account_id: removed,
@@ -368,7 +372,7 @@ describe('removals of Teller connections', () => {
       await service.deps.outbox.runOnce();
 
       expect(retried.body).toEqual({ retried: 1 });
-      expect(await removalRowsOf(service, teller.itemId)).toEqual([
+      expect(await removalRowsOf(service, teller.enrollmentId)).toEqual([
         expect.objectContaining({ provider_account_id: removed, state: 'done' }),
       ]);
       expect(deletesAtTeller(service).at(-1)).toEqual({ path: `/accounts/${removed}`, status: 204 });

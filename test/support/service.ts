@@ -83,6 +83,8 @@ export interface ServiceOptions extends Pick<
    * TELLER_WEBHOOK_SECRET; `true` starts one, an emulator given is reused and left to its owner.
    */
   teller?: true | TellerEmulator;
+  /** What the service verifies Teller's webhooks with (TELLER_WEBHOOK_SIGNING_SECRETS); [TELLER_WEBHOOK_SECRET] unless given. */
+  tellerWebhookSecrets?: string[];
 }
 
 /** The real service: its own database, the emulator on a real port, the real SDK, real HTTP. */
@@ -126,7 +128,7 @@ export async function startService(options: ServiceOptions = {}): Promise<Servic
               certificate: teller.credentials.clientCertificatePem,
               privateKey: teller.credentials.clientKeyPem,
               tokenSigningKeys: teller.tokenSigningKeys().map((key) => createPublicKey(key.pem)),
-              webhookSecrets: [TELLER_WEBHOOK_SECRET],
+              webhookSecrets: options.tellerWebhookSecrets ?? [TELLER_WEBHOOK_SECRET],
               baseUrl: tellerUrl,
             },
             caPem: teller.credentials.caCertificatePem,

@@ -4,6 +4,7 @@ import type { PoolClient } from '../../db/pool';
 import { takeNotificationSequence } from '../../repository/connections-repository';
 import { enqueueNotification } from '../../repository/outbox-repository';
 import { CONNECTION_STATUSES } from '../../vocabulary/connection-statuses';
+import { PROVIDERS } from '../../vocabulary/providers';
 import {
   MAX_CODE_LENGTH,
   MAX_ID_LENGTH,
@@ -26,7 +27,10 @@ const code = () => z.string().max(MAX_CODE_LENGTH);
 const time = () => z.iso.datetime().max(MAX_TIMESTAMP_LENGTH);
 const aboutConnection = {
   subscription_user_id: id().meta({ description: 'The user whose connection it is.' }),
-  item_id: id().meta({ description: "The connection's Plaid Item, as the exchange answered it." }),
+  item_id: id().meta({
+    description: "The connection's Plaid Item or Teller enrollment, as the exchange answered it.",
+  }),
+  provider: z.enum(PROVIDERS).meta({ description: 'The aggregator holding the connection.' }),
   institution_id: id(),
   institution_name: z.string().max(MAX_NAME_LENGTH),
   sequence: z
@@ -48,13 +52,16 @@ export const NOTIFICATION_DATA_SCHEMAS = {
     ...aboutConnection,
     status: z.enum(CONNECTION_STATUSES),
     previous_status: z.enum(CONNECTION_STATUSES),
-    error_code: code().nullable().meta({ description: "Plaid's error code while the status is an error." }),
+    error_code: code().nullable().meta({
+      description:
+        "The provider's error code while the status is an error (Teller's: `enrollment.` and the disconnection's reason).",
+    }),
     consent_expiration_time: nullableTime,
     disconnect_reason: code().nullable(),
     disconnect_time: nullableTime,
     source: z.enum(STATUS_CHANGE_SOURCES).meta({
       description:
-        "What told the service: Plaid's webhook, a refresh the website asked for, or reconciliation.",
+        "What told the service: the provider's webhook, a refresh the website asked for, or reconciliation.",
     }),
   }),
   'connection.new_accounts_available': z.object(aboutConnection),
@@ -130,6 +137,7 @@ export async function notifyWebsite<T extends NotificationType>(
     data: {
       subscription_user_id: connection.subscriptionUserId,
       item_id: connection.itemId,
+      provider: connection.provider,
       institution_id: connection.institutionId,
       institution_name: connection.institutionName,
       sequence,

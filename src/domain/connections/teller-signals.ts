@@ -1,7 +1,8 @@
 import { z } from 'zod';
 import { MAX_CODE_LENGTH, MAX_ID_LENGTH, MAX_TYPE_LENGTH } from '../../vocabulary/field-limits';
 import { isTellerDisconnectReason, type TellerDisconnectReason } from '../../vocabulary/teller-webhooks';
-import type { ConnectionSignal } from './connection-health';
+import type { ConnectionStatus } from '../../vocabulary/connection-statuses';
+import type { ConnectionSignal, HealthSignal } from './connection-health';
 
 /*
  * What Teller says, read as the domain's signals, beside plaid-signals.ts: what a signal then does to a
@@ -60,7 +61,7 @@ const NEEDS_LOGIN: Record<TellerDisconnectReason, boolean> = {
  * (`enrollment.` + the reason, https://teller.io/docs/api/errors), so that a webhook and a call's error
  * record the same code; a reason Teller adds later is read as the bare `disconnected`.
  */
-export function tellerDisconnectSignal(reason: string | null | undefined): ConnectionSignal {
+export function tellerDisconnectSignal(reason: string | null | undefined): HealthSignal {
   const known: TellerDisconnectReason = isTellerDisconnectReason(reason) ? reason : 'disconnected';
   return { kind: 'error', errorCode: `enrollment.${known}`, needsLogin: NEEDS_LOGIN[known] };
 }
@@ -74,4 +75,43 @@ export function readTellerWebhook(webhook: TellerWebhook): EnrollmentWebhook | u
   const enrollmentId = webhook.payload?.enrollment_id;
   if (webhook.type !== 'enrollment.disconnected' || !enrollmentId) return undefined;
   return { enrollmentId, signal: tellerDisconnectSignal(webhook.payload?.reason) };
+}
+
+/**
+ * When Teller said what a webhook says: its `timestamp` (the event's time; a redelivery keeps it, where
+ * its signature's `t` is fresh on every attempt), never later than the signature itself, so that an
+ * event redelivered late is still older than what a refresh since found. A timestamp that cannot be read
+ * is the signature's time.
+ */
+export function observedAtOfTellerWebhook(
+  webhook: Pick<TellerWebhook, 'timestamp'>,
+  signedAtSeconds: number,
+): Date {
+  const signedAt = signedAtSeconds * 1000;
+  const said = Date.parse(webhook.timestamp);
+  return new Date(Number.isNaN(said) ? signedAt : Math.min(said, signedAt));
+}
+
+/**
+ * What listing an enrollment's accounts says of its connection in `status` (reconciliation, a refresh):
+ * the listing failed as disconnected, the enrollment's reason is the signal, as the webhook's would be;
+ * the listing worked, a connection marked `login_required` or `error` is repaired. Undefined: nothing to
+ * change (a healthy enrollment's `good` stays as it is).
+ */
+export function signalOfEnrollmentCheck(
+  status: ConnectionStatus,
+  check: { state: 'healthy' } | { state: 'disconnected'; reason: string },
+): HealthSignal | undefined {
+  if (check.state === 'disconnected') return tellerDisconnectSignal(check.reason);
+  return status === 'login_required' || status === 'error' ? { kind: 'repaired' } : undefined;
+}
+
+/**
+ * An enrollment Teller no longer knows for this token (a revoked or unknown token: 403 or 404 without a
+ * disconnection's code, https://teller.io/docs/api/errors): the connection is broken for good, told to the
+ * website with the code a Plaid Item gone has (`ITEM_NOT_FOUND`: remove it and connect the bank again), so
+ * that one rule serves both providers.
+ */
+export function tellerEnrollmentGoneSignal(): HealthSignal {
+  return { kind: 'error', errorCode: 'ITEM_NOT_FOUND', needsLogin: false };
 }

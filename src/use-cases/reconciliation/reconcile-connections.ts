@@ -12,7 +12,11 @@ import type { AccountProvider } from '../../provider/account-provider';
 import { ProviderError } from '../../provider/provider-error';
 import { applySignal } from '../../domain/connections/connection-changes';
 import type { Connection } from '../../domain/connections/connection';
+import type { HealthSignal } from '../../domain/connections/connection-health';
 import { signalOfItemView, type PlaidView } from '../../domain/connections/plaid-signals';
+import { signalOfEnrollmentCheck, tellerEnrollmentGoneSignal } from '../../domain/connections/teller-signals';
+import type { TellerProvider } from '../../provider/teller-provider';
+import type { ConnectionStatus } from '../../vocabulary/connection-statuses';
 import {
   listConnectionsAfter,
   lockConnection,
@@ -38,6 +42,7 @@ import {
   toRunSummary,
   toStoredDifference,
   type Difference,
+  type DifferenceReason,
   type ReconciliationProgress,
   type ReconciliationRun,
   type ReconciliationRunSummary,
@@ -53,7 +58,9 @@ export interface ReconciliationDependencies extends Pick<
 > {
   /** A provider of its own: a run during a Plaid outage must not open the breaker on users' calls. */
   provider: AccountProvider;
-  /** Plaid calls in flight at once. */
+  /** Teller's, likewise, while Teller is on: Teller connections are checked with it. */
+  tellerProvider?: TellerProvider | undefined;
+  /** Provider calls in flight at once. */
   concurrency: number;
   /** Plaid calls started per second, at most (across the run: one run at a time across instances). */
   requestsPerSecond: number;
@@ -65,8 +72,8 @@ export interface ReconciliationDependencies extends Pick<
 const SKIPPED = Symbol('skipped');
 
 /**
- * Reconciliation: every stored connection is checked with Plaid's `/item/get` (bounded concurrency and
- * rate), its status is corrected through the same rules as webhooks (each change an event), and what
+ * Reconciliation: every stored connection is checked with its provider, Plaid's `/item/get` or Teller's
+ * account list (bounded concurrency and rate, both providers' calls counted together), its status is corrected through the same rules as webhooks (each change an event), and what
  * differed is reported. One run at a time across instances (a partial unique index); a run whose holder
  * stopped heart-beating is failed by the next one that looks.
  */
@@ -237,7 +244,10 @@ export class Reconciliation {
     }
   }
 
-  /** Asks Plaid about one connection and applies what it says; the difference, if there is one. */
+  /**
+   * Asks the connection's provider about it (Plaid's `/item/get`, or Teller's account list) and applies
+   * what it says; the difference, if there is one.
+   */
   private async check(
     connection: Connection,
     limiter: RateLimiterQueue,
@@ -247,9 +257,50 @@ export class Reconciliation {
     await limiter.removeTokens(1);
     if (interrupted()) return SKIPPED;
     const observedAt = new Date();
-    let view: PlaidView;
+    const view = await this.viewOf(connection);
+    if ('failed' in view) {
+      log.warn(
+        { item_id: connection.itemId, provider: connection.provider, error_code: view.failed },
+        'reconciliation could not check an Item',
+      );
+      return differenceOf(connection, connection.status, 'check_failed', view.failed);
+    }
+    return withTransaction(this.deps.pool, async (client) => {
+      const locked = await lockConnection(client, { id: connection.id });
+      // Removed while it was being checked: nothing to reconcile.
+      if (!locked) return undefined;
+      const signal = view.signalFor(locked.status);
+      if (!signal) return undefined;
+      const change = await applySignal(client, this.deps.websiteNotifications, locked, signal, {
+        observedAt,
+        source: 'reconciliation',
+      });
+      // A view's signal is one of health: an applied one changed the status.
+      if (change.outcome !== 'applied' || change.effect !== 'status_changed') return undefined;
+      return differenceOf(locked, change.health.status, view.reason, change.health.errorCode);
+    });
+  }
+
+  /** What the connection's provider says of it, or what kept it from being asked. */
+  private async viewOf(connection: Connection): Promise<ProviderView | { failed: string }> {
+    const teller = this.deps.tellerProvider;
+    // A Teller connection met while Teller is off cannot be checked: the run reports it, nothing changes.
+    if (connection.provider === 'teller' && !teller) return { failed: 'TELLER_NOT_CONFIGURED' };
     try {
       const accessToken = this.deps.vault.decrypt(connection.accessTokenCiphertext, connection.itemId);
+      return connection.provider === 'teller' && teller
+        ? await viewOfEnrollment(teller, accessToken)
+        : await this.viewOfItem(accessToken);
+    } catch (error) {
+      if (error instanceof ProviderError) return { failed: error.errorCode ?? error.code };
+      if (error instanceof TokenDecryptionError) return { failed: 'TOKEN_UNREADABLE' };
+      throw error;
+    }
+  }
+
+  private async viewOfItem(accessToken: string): Promise<ProviderView> {
+    let view: PlaidView;
+    try {
       const item = await this.deps.provider.getItem(accessToken);
       view = item.errorCode ? { errorCode: item.errorCode, reason: 'item_error' } : { errorCode: null };
     } catch (error) {
@@ -258,36 +309,41 @@ export class Reconciliation {
         view = { errorCode: 'ITEM_NOT_FOUND', reason: 'item_not_found' };
       } else if (error instanceof ProviderError && error.kind === 'item_login_required') {
         view = { errorCode: 'ITEM_LOGIN_REQUIRED', reason: 'item_error' };
-      } else if (error instanceof ProviderError || error instanceof TokenDecryptionError) {
-        const errorCode =
-          error instanceof ProviderError ? (error.errorCode ?? error.code) : 'TOKEN_UNREADABLE';
-        log.warn(
-          { item_id: connection.itemId, error_code: errorCode },
-          'reconciliation could not check an Item',
-        );
-        return differenceOf(connection, connection.status, 'check_failed', errorCode);
       } else {
         throw error;
       }
     }
-    return withTransaction(this.deps.pool, async (client) => {
-      const locked = await lockConnection(client, { id: connection.id });
-      // Removed while it was being checked: nothing to reconcile.
-      if (!locked) return undefined;
-      const signal = signalOfItemView(locked.status, view);
-      if (!signal) return undefined;
-      const change = await applySignal(client, this.deps.websiteNotifications, locked, signal, {
-        observedAt,
-        source: 'reconciliation',
-      });
-      // A view's signal is one of health: an applied one changed the status.
-      if (change.outcome !== 'applied' || change.effect !== 'status_changed') return undefined;
-      return differenceOf(
-        locked,
-        change.health.status,
-        view.errorCode === null ? 'item_healthy' : view.reason,
-        change.health.errorCode,
-      );
-    });
+    return {
+      signalFor: (status) => signalOfItemView(status, view),
+      reason: view.errorCode === null ? 'item_healthy' : view.reason,
+    };
   }
+}
+
+/**
+ * Teller has no `/item/get`: an enrollment is checked by listing its accounts
+ * (https://teller.io/docs/api/accounts), which fails with the disconnection's reason
+ * (https://teller.io/docs/api/errors) when the user must reconnect it.
+ */
+async function viewOfEnrollment(teller: TellerProvider, accessToken: string): Promise<ProviderView> {
+  try {
+    const check = await teller.checkEnrollment(accessToken);
+    return {
+      signalFor: (status) => signalOfEnrollmentCheck(status, check),
+      reason: check.state === 'healthy' ? 'item_healthy' : 'item_error',
+    };
+  } catch (error) {
+    // A revoked or unknown token (403/404 without a disconnection's code): the enrollment is gone, as a
+    // Plaid Item is, and the website is told so in the same words.
+    if (error instanceof ProviderError && error.kind === 'item_gone') {
+      return { signalFor: () => tellerEnrollmentGoneSignal(), reason: 'item_not_found' };
+    }
+    throw error;
+  }
+}
+
+/** What one provider's answer means for a connection: its signal given the connection's status, and why. */
+interface ProviderView {
+  signalFor(status: ConnectionStatus): HealthSignal | undefined;
+  reason: Exclude<DifferenceReason, 'check_failed'>;
 }

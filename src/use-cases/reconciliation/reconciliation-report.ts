@@ -17,13 +17,14 @@ export const MAX_REPORTED_DIFFERENCES = 10_000;
 
 /**
  * Why a connection is in a run's report:
- * - `item_not_found`: Plaid no longer knows the Item (removed outside this service); now `error`
- *   with `ITEM_NOT_FOUND`;
+ * - `item_not_found`: Plaid no longer knows the Item (removed outside this service), or Teller refuses the
+ *   enrollment's token (revoked or unknown); now `error` with `ITEM_NOT_FOUND`;
  * - `item_error`: Plaid reports an error on the Item (`ITEM_LOGIN_REQUIRED` → `login_required`, any
- *   other code → `error`);
- * - `item_healthy`: the connection was `login_required` or `error`, and Plaid reports no error now;
- * - `check_failed`: Plaid could not be asked (it kept failing after retries), or the stored token could
- *   not be read; nothing was changed.
+ *   other code → `error`), or Teller reports the enrollment disconnected (its reason's status and code,
+ *   as its webhook's);
+ * - `item_healthy`: the connection was `login_required` or `error`, and the provider reports no error now;
+ * - `check_failed`: the provider could not be asked (it kept failing after retries, or Teller is off on
+ *   this instance: `TELLER_NOT_CONFIGURED`), or the stored token could not be read; nothing was changed.
  */
 export const DIFFERENCE_REASONS = ['item_not_found', 'item_error', 'item_healthy', 'check_failed'] as const;
 export type DifferenceReason = (typeof DIFFERENCE_REASONS)[number];
@@ -35,7 +36,7 @@ export interface Difference {
   was: ConnectionStatus;
   now: ConnectionStatus;
   reason: DifferenceReason;
-  /** Plaid's error code for `item_error`/`item_not_found`; what failed for `check_failed`; else null. */
+  /** The provider's error code for `item_error`/`item_not_found`; what failed for `check_failed`; else null. */
   errorCode: string | null;
 }
 

@@ -20,7 +20,7 @@ describe('closing the dependencies', () => {
   let service: ServiceContext;
 
   beforeAll(async () => {
-    service = await startService();
+    service = await startService({ teller: true });
   });
 
   afterAll(async () => {
@@ -49,6 +49,11 @@ describe('closing the dependencies', () => {
       happened.push('retention failed');
       throw stuck;
     });
+    for (const client of deps.tellerClients) {
+      jest.spyOn(client, 'close').mockImplementation(async () => {
+        happened.push('a Teller client closed');
+      });
+    }
     for (const [name, pool] of Object.entries({
       request: deps.pool,
       admin: deps.adminPool,
@@ -73,6 +78,11 @@ describe('closing the dependencies', () => {
       'outbox stopped',
       'step: the retention',
       'retention failed',
+      'step: the Teller clients',
+      // One per caller: request, outbox, reconciliation.
+      'a Teller client closed',
+      'a Teller client closed',
+      'a Teller client closed',
       'step: the database pools to close',
       'request pool closed',
       'admin pool closed',

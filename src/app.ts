@@ -34,6 +34,8 @@ export interface AppDependencies {
   isShuttingDown?: () => boolean;
   /** RETURN_ACCESS_TOKENS; unset: true, the original contract (the exchange and refresh answer tokens). */
   returnAccessTokens?: boolean;
+  /** API_REFERENCE_ENABLED; unset (apps built by hand in tests): true, the reference is served. */
+  apiReferenceEnabled?: boolean;
 }
 
 /** Builds the HTTP app from its dependencies; it neither listens nor reads the environment. */
@@ -74,6 +76,7 @@ export function createApp(deps: AppDependencies): Express {
     clock: deps.clock ?? (() => new Date()),
     isShuttingDown,
     returnAccessTokens: deps.returnAccessTokens ?? true,
+    apiReferenceEnabled: deps.apiReferenceEnabled ?? true,
   };
   mountEndpoints(
     app,

@@ -1,5 +1,3 @@
-import { readFileSync } from 'node:fs';
-import path from 'node:path';
 import type { AppDependencies } from './app';
 import type { Config } from './config/load-config';
 import { EXCHANGE_ABANDON_AFTER_MS, LINK_NONCE_KEPT_AFTER_EXPIRY_MS } from './config/time-budgets';
@@ -24,6 +22,7 @@ import { createWebhookVerifier } from './provider/webhook-verifier';
 import type { UseCaseDependencies } from './use-cases/use-case-dependencies';
 import { buildUseCases, type UseCaseParts, type UseCases } from './use-cases/use-cases';
 import type { PlaidCaller } from './vocabulary/plaid-calls';
+import { readServiceVersion } from './vocabulary/service-identity';
 import type { TellerCaller } from './vocabulary/teller-calls';
 import type { TellerConfig } from './config/config';
 
@@ -77,18 +76,6 @@ export interface DependencyOverrides extends Pick<
   processMetrics?: boolean;
 }
 
-/** The build's version, for service_info: package.json sits one folder above src/ and dist/ alike. */
-function serviceVersion(): string {
-  try {
-    const manifest = JSON.parse(readFileSync(path.resolve(__dirname, '..', 'package.json'), 'utf8')) as {
-      version?: unknown;
-    };
-    return typeof manifest.version === 'string' ? manifest.version : 'unknown';
-  } catch {
-    return 'unknown';
-  }
-}
-
 /** The one place that builds the real dependencies from configuration. */
 export function buildDependencies(
   config: Config,
@@ -98,7 +85,7 @@ export function buildDependencies(
   const metrics =
     config.metrics.port === 0
       ? undefined
-      : new ServiceMetrics({ version: serviceVersion(), processMetrics: overrides.processMetrics });
+      : new ServiceMetrics({ version: readServiceVersion(), processMetrics: overrides.processMetrics });
   const { preparedStatements } = config.database;
   const pool = createPool(
     {
@@ -360,6 +347,7 @@ export function toAppDependencies(config: Config, logger: Logger, deps: Dependen
     publicRequestsPerMinute: config.rateLimits.publicPerMinute,
     trustProxy: config.trustProxy,
     returnAccessTokens: config.returnAccessTokens,
+    apiReferenceEnabled: config.apiReferenceEnabled,
     metrics,
   };
 }

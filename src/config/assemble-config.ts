@@ -92,6 +92,7 @@ export function assembleConfig(parts: {
       env.PLAID_TIMEOUT_MS,
     ),
     returnAccessTokens: env.RETURN_ACCESS_TOKENS,
+    apiReferenceEnabled: env.API_REFERENCE_ENABLED,
     localSecrets,
   };
 }

@@ -137,6 +137,8 @@ export interface Config {
    * keeps them here only: the website names connections by `item_id`.
    */
   returnAccessTokens: boolean;
+  /** API_REFERENCE_ENABLED: whether GET /docs serves the reference (off by default in production). */
+  apiReferenceEnabled: boolean;
   /** Secrets and keys that came from DATA_DIR files rather than the environment (never in production). */
   localSecrets: { kind: LocalSecretKind; file: string; created: boolean }[];
 }

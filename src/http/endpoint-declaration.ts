@@ -15,6 +15,8 @@ export interface EndpointContext {
   isShuttingDown: () => boolean;
   /** RETURN_ACCESS_TOKENS: whether answers carry access tokens; when not, `item_id` names a connection. */
   returnAccessTokens: boolean;
+  /** API_REFERENCE_ENABLED: whether GET /docs and its script and stylesheet are served (else 404). */
+  apiReferenceEnabled: boolean;
 }
 
 /**
@@ -57,7 +59,7 @@ export const TAGS = {
 
 export type Tag = keyof typeof TAGS;
 
-export type ResponseMediaType = 'application/json' | 'text/html' | 'text/javascript';
+export type ResponseMediaType = 'application/json' | 'text/html' | 'text/javascript' | 'text/css';
 
 export interface Example<T> {
   summary: string;

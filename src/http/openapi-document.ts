@@ -10,6 +10,7 @@ import { notificationWebhooks } from './website-notification-webhooks';
 import { BODY_LIMITS, JSON_NESTING_LIMIT, describeBytes } from './body-limits';
 import { TAGS, errorCodesOf, type Access, type Endpoint, type Tag } from './endpoint-declaration';
 import { problemSchema, z } from './schemas/common-schemas';
+import { SERVICE_NAME, readServiceVersion } from '../vocabulary/service-identity';
 
 /**
  * Where `npm start` listens by default (it announces this address): the absolute server a generated
@@ -171,7 +172,8 @@ function routeOf(endpoint: Endpoint): RouteConfig {
     summary: endpoint.summary,
     description: endpoint.description,
     ...(security ? { security } : {}),
-    // Redoc's extension for code samples: shown beside the operation in the reference at GET /docs.
+    // Redocly's extension for code samples, which Redoc-based tools show; the reference at GET /docs shows
+    // it under each operation.
     'x-codeSamples': [{ lang: 'Shell', label: 'curl', source: curlSampleOf(endpoint) }],
     request: {
       ...(body
@@ -284,8 +286,9 @@ export function buildOpenApiDocument(endpoints: readonly Endpoint[]): OpenApiDoc
   return new OpenApiGeneratorV31(registry.definitions).generateDocument({
     openapi: '3.1.0',
     info: {
-      title: 'Account connection service',
-      version: '1',
+      // The version is the build's (package.json's): a bare `1` read as a count beside the title.
+      title: SERVICE_NAME,
+      version: readServiceVersion(),
       description: DOCUMENT_DESCRIPTION,
       license: { name: 'UNLICENSED' },
     },

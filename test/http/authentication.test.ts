@@ -1,3 +1,4 @@
+import type { Endpoint } from '../../src/http/endpoint-declaration';
 import {
   call,
   createLinkToken,
@@ -9,6 +10,7 @@ import {
 import { isSignedWebhook } from '../../src/http/endpoint-declaration';
 import { prepareFixture, validRequestFor, type Fixture } from '../support/valid-requests';
 import {
+  ADMIN_SECRET,
   INTERNAL_SECRET,
   ROTATED_INTERNAL_SECRET,
   asAdmin,
@@ -25,7 +27,11 @@ const SECRET_ENDPOINTS = declaredEndpoints(
 const WEBSITE_ENDPOINTS = declaredEndpoints((endpoint) => endpoint.access === 'internal');
 const ADMIN_ENDPOINTS = declaredEndpoints((endpoint) => endpoint.access === 'admin');
 const EITHER_SECRET_ENDPOINTS = declaredEndpoints((endpoint) => endpoint.access === 'any-secret');
-const OPEN_ENDPOINTS = declaredEndpoints((endpoint) => endpoint.access === 'anyone');
+/** Open to anyone: the health checks (JSON), and the API reference's page, script and stylesheet (text). */
+const isText = (endpoint: Endpoint) =>
+  (endpoint.response.mediaType ?? 'application/json') !== 'application/json';
+const OPEN_ENDPOINTS = declaredEndpoints((endpoint) => endpoint.access === 'anyone' && !isText(endpoint));
+const OPEN_TEXT_ENDPOINTS = declaredEndpoints((endpoint) => endpoint.access === 'anyone' && isText(endpoint));
 
 describe('authentication', () => {
   let fixture: Fixture;
@@ -134,6 +140,18 @@ describe('authentication', () => {
 
       expect(response.status).toBe(200);
       expect(Object.keys(response.body)).toEqual(['status']);
+    },
+  );
+
+  it.each(eachEndpoint(OPEN_TEXT_ENDPOINTS))(
+    'when %s is called without a secret, then it answers 200 in its media type, with no secret inside',
+    async (_route, endpoint) => {
+      const response = await withoutSecret(service, endpoint.operationId);
+
+      expect(response.status).toBe(200);
+      expect(response.headers['content-type']).toBe(`${endpoint.response.mediaType}; charset=utf-8`);
+      expect(response.text).not.toContain(INTERNAL_SECRET);
+      expect(response.text).not.toContain(ADMIN_SECRET);
     },
   );
 });

@@ -18,6 +18,7 @@ import {
   adminStats,
   apiReference,
   apiReferenceScript,
+  apiReferenceStylesheet,
   call,
   connectInstitution,
   connectionStatus,
@@ -364,6 +365,7 @@ describe('GET /openapi.json', () => {
     const ready = await readiness(service);
     const reference = await apiReference(service);
     const referenceScript = await apiReferenceScript(service).set(asAdmin);
+    const referenceStylesheet = await apiReferenceStylesheet(service);
 
     // By operationId, each with the request body it sent (if any) and its answer; the declarations
     // give the path, method, success status and media type, and every declared endpoint must be here.
@@ -395,6 +397,11 @@ describe('GET /openapi.json', () => {
       ['getOpenApiDocument', undefined, { status: 200, body: document }],
       ['getApiReference', undefined, { status: reference.status, body: reference.text }],
       ['getApiReferenceScript', undefined, { status: referenceScript.status, body: referenceScript.text }],
+      [
+        'getApiReferenceStylesheet',
+        undefined,
+        { status: referenceStylesheet.status, body: referenceStylesheet.text },
+      ],
     ];
     expect(checks.map(([operationId]) => operationId).sort()).toEqual(
       ENDPOINTS.map((endpoint) => endpoint.operationId).sort(),

@@ -588,6 +588,28 @@ describe('notifications to the website', () => {
   });
 });
 
+describe('the API reference at /docs', () => {
+  // productionEnv's secrets and keys, in development: only NODE_ENV differs.
+  it('when API_REFERENCE_ENABLED is unset, then production does not serve it and development does', () => {
+    expect(loadConfig(productionEnv()).apiReferenceEnabled).toBe(false);
+    expect(loadConfig(productionEnv({ NODE_ENV: 'development' })).apiReferenceEnabled).toBe(true);
+  });
+
+  it('when API_REFERENCE_ENABLED is set, then it says so in either environment', () => {
+    expect(loadConfig(productionEnv({ API_REFERENCE_ENABLED: 'true' })).apiReferenceEnabled).toBe(true);
+    expect(
+      loadConfig(productionEnv({ NODE_ENV: 'development', API_REFERENCE_ENABLED: 'false' }))
+        .apiReferenceEnabled,
+    ).toBe(false);
+  });
+
+  it('when API_REFERENCE_ENABLED is neither true nor false, then the service refuses to start, naming it', () => {
+    expect(problemsOf(productionEnv({ API_REFERENCE_ENABLED: 'yes' }))).toEqual([
+      expect.stringMatching(/^API_REFERENCE_ENABLED: /),
+    ]);
+  });
+});
+
 describe('access tokens in answers', () => {
   it('when RETURN_ACCESS_TOKENS is unset, then answers carry access tokens, as they always did', () => {
     expect(loadConfig(productionEnv()).returnAccessTokens).toBe(true);

@@ -211,6 +211,7 @@ export const readiness = (caller: Caller) => call(caller, 'checkReadiness');
 export const openApiDocument = (caller: Caller) => call(caller, 'getOpenApiDocument');
 export const apiReference = (caller: Caller) => call(caller, 'getApiReference');
 export const apiReferenceScript = (caller: Caller) => call(caller, 'getApiReferenceScript');
+export const apiReferenceStylesheet = (caller: Caller) => call(caller, 'getApiReferenceStylesheet');
 
 // Over real HTTP, for a service running as a process or behind a listener of its own.
 

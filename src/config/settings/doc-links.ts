@@ -9,6 +9,7 @@ export const SEE = {
   retention: 'operating.md#retention',
   observability: 'operating.md#metrics-traces-and-logs',
   publicRoute: 'operating.md#exposing-only-webhooksplaid',
+  apiReference: 'website-guide.md#api-reference',
   namingConnections: 'website-guide.md#naming-a-connection-item_id',
   notifications: 'website-guide.md#notifications-to-the-website',
 } as const;

@@ -1,7 +1,15 @@
 import { z } from 'zod';
 import type { MetricsValues } from './metrics-settings';
 import { SEE } from './doc-links';
-import { flag, optionalText, portNumber, setting, settingGroup, type ValuesOf } from './setting';
+import {
+  flag,
+  optionalFlag,
+  optionalText,
+  portNumber,
+  setting,
+  settingGroup,
+  type ValuesOf,
+} from './setting';
 
 const serviceSettings = {
   NODE_ENV: setting({
@@ -30,6 +38,15 @@ const serviceSettings = {
       "`false` keeps access tokens out of every answer (the exchange's and the refresh's accounts); the " +
       'website names each connection by `item_id`, and the access token (encrypted at rest here) never sits ' +
       `in its database too. Recommended for new integrations, see [Naming a connection](${SEE.namingConnections})`,
+  }),
+  API_REFERENCE_ENABLED: setting({
+    schema: optionalFlag,
+    defaults: { production: false, otherwise: true },
+    description:
+      'whether `GET /docs` serves the API reference (a page that asks for a secret, keeps it in its memory ' +
+      'only, reads `/openapi.json` with it and can try calls against this instance); `false` answers ' +
+      '`404 NOT_FOUND` there. Off in production unless set: no browser page there receives a secret unless ' +
+      `an operator chooses so. \`/openapi.json\` is served either way, behind a secret (see [API reference](${SEE.apiReference}))`,
   }),
   DATA_DIR: setting({
     schema: optionalText.default('./data'),

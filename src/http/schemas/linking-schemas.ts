@@ -23,7 +23,6 @@ import {
  * by `provider`; one that names none is Plaid's, and its fields and answers are Plaid's as they always were.
  */
 
-
 // Plaid says not to parse its identifiers, so only the documented `<type>-<environment>-` shape is checked.
 export const publicTokenSchema = z
   .string()

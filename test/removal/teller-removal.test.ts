@@ -119,6 +119,22 @@ describe('removals of Teller connections', () => {
     ]);
   });
 
+  it('when a Teller connection is removed by the access token the exchange answered, then it goes as by its item_id, and another user cannot name it so', async () => {
+    const user = uniqueUserId('teller');
+    const teller = await storeTellerConnection(service, { user: user });
+
+    const stranger = await removeInstitution(service, uniqueUserId('stranger'), {
+      access_token: teller.accessToken,
+    });
+    const response = await removeInstitution(service, user, { access_token: teller.accessToken });
+
+    expect(stranger.status).toBe(404);
+    expect(response.status).toBe(200);
+    expect(response.body).toEqual({ success: true, accounts_removed: 3 });
+    expect(await connectionsOfUser(service, user)).toEqual([]);
+    expect(enrollmentOf(service, teller.enrollmentId).status).toBe('revoked');
+  });
+
   it('when a Teller connection is removed by its item_id, then its accounts go and its enrollment is revoked at Teller (DELETE /accounts)', async () => {
     const user = uniqueUserId('teller');
     const teller = await storeTellerConnection(service, { user: user });

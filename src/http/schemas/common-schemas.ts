@@ -88,9 +88,17 @@ export const wireTimestamp = () => z.string().max(MAX_TIMESTAMP_LENGTH).openapi(
 export const count = () => z.number().int().min(0).max(MAX_INT32).openapi({ format: 'int32' });
 
 // Plaid says not to parse its identifiers, so only the documented `<type>-<environment>-` shape is checked.
+/**
+ * A connection's access token as the exchange answered it: Plaid's `access-<environment>-…`, or Teller's
+ * `token_…` (`test_token_…` in its sandbox; https://teller.io/docs/guides/connect). Only the shape is
+ * checked; the token names a connection by its fingerprint.
+ */
 export const accessTokenSchema = z
   .string()
-  .regex(/^access-(sandbox|production)-[A-Za-z0-9-]{8,128}$/, 'must look like a Plaid access token')
+  .regex(
+    /^(access-(sandbox|production)-[A-Za-z0-9-]{8,128}|(test_)?token_[A-Za-z0-9]{8,128})$/,
+    'must look like a Plaid access token (access-…) or a Teller one (token_…)',
+  )
   .openapi({ maxLength: MAX_TOKEN_LENGTH, example: 'access-sandbox-8d7e6f5a-4b3c-4d2e-8f1a-0b9c8d7e6f5a' });
 
 export const subscriptionUserId = identifier("The website's id for the user; Plaid's user.client_user_id.");

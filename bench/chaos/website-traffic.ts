@@ -247,7 +247,13 @@ export async function removeInstitution(context: TrafficContext): Promise<void> 
         {
           method: 'POST',
           path: '/remove-institution',
-          body: { subscription_user_id: connection.userId, access_token: connection.accessToken },
+          // A Teller connection by its item_id, as docs/website-guide.md tells the website ("Teller
+          // connections: what a removal does at Teller"): /remove-institution's access_token must look
+          // like a Plaid access token, so the Teller token the exchange answered with is refused (400).
+          body:
+            connection.provider === 'teller'
+              ? { subscription_user_id: connection.userId, item_id: connection.itemId }
+              : { subscription_user_id: connection.userId, access_token: connection.accessToken },
         },
         asWebsite(context),
       ),

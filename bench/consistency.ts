@@ -8,6 +8,8 @@ const CONNECTIONS = 'connections';
 const ACCOUNT_CONNECTION_ID = 'connection_id';
 // The outbox also carries notifications to the website; an Item's removal is one kind of its rows.
 const ITEM_REMOVAL = "kind = 'provider_item_remove'";
+// Both removal kinds the removal worker drains: a whole Item (enrollment), or one account of it.
+const ANY_REMOVAL = "kind IN ('provider_item_remove', 'provider_account_remove')";
 
 const BROKEN_INVARIANTS_SQL = `
   SELECT 'account whose connection is gone' AS problem, count(*)::int AS count
@@ -36,13 +38,15 @@ const BROKEN_INVARIANTS_SQL = `
    WHERE e.state = 'completed' AND e.connection_id IS NOT NULL
      AND NOT EXISTS (SELECT 1 FROM ${CONNECTIONS} c WHERE c.id = e.connection_id)`;
 
-const STORED_ITEMS_SQL = `SELECT provider_item_id FROM ${CONNECTIONS}`;
+// $1: the provider whose Items (Teller: enrollments) are compared.
+const STORED_ITEMS_SQL = `SELECT provider_item_id FROM ${CONNECTIONS} WHERE provider = $1`;
 
-// An Item whose removal is queued but not done, or whose exchange reached Plaid and is not yet stored.
+// An Item whose removal is queued but not done, or whose exchange reached the provider and is not yet stored.
 const PENDING_ITEMS_SQL = `
-  SELECT provider_item_id FROM outbox WHERE state <> 'done' AND ${ITEM_REMOVAL}
+  SELECT provider_item_id FROM outbox WHERE state <> 'done' AND ${ITEM_REMOVAL} AND provider = $1
   UNION
-  SELECT provider_item_id FROM exchanges WHERE state = 'exchanged' AND provider_item_id IS NOT NULL`;
+  SELECT provider_item_id FROM exchanges
+   WHERE state = 'exchanged' AND provider_item_id IS NOT NULL AND provider = $1`;
 
 const EXCHANGES_IN_FLIGHT_SQL = `SELECT count(*)::int AS count FROM exchanges WHERE state IN ('claimed', 'exchanged')`;
 
@@ -56,8 +60,8 @@ export interface DatabaseCounts {
 const COUNTS_SQL = `
   SELECT (SELECT count(*)::int FROM ${CONNECTIONS}) AS connections,
          (SELECT count(*)::int FROM accounts) AS accounts,
-         (SELECT count(*)::int FROM outbox WHERE state = 'pending' AND ${ITEM_REMOVAL}) AS "pendingRemovals",
-         (SELECT count(*)::int FROM outbox WHERE state = 'dead' AND ${ITEM_REMOVAL}) AS "deadRemovals"`;
+         (SELECT count(*)::int FROM outbox WHERE state = 'pending' AND ${ANY_REMOVAL}) AS "pendingRemovals",
+         (SELECT count(*)::int FROM outbox WHERE state = 'dead' AND ${ANY_REMOVAL}) AS "deadRemovals"`;
 
 /**
  * The broken invariants between the database and the provider's Items; an empty list is a consistent
@@ -65,7 +69,11 @@ const COUNTS_SQL = `
  * between then shows as a pending row whose Item is gone, which is allowed, never the reverse.
  * Call it once no request is in flight.
  */
-export async function findInconsistencies(pool: Pool, listProviderItemIds: () => Promise<string[]>) {
+export async function findInconsistencies(
+  pool: Pool,
+  listProviderItemIds: () => Promise<string[]>,
+  provider: 'plaid' | 'teller' = 'plaid',
+) {
   const client = await pool.connect();
   client.on('error', () => undefined);
   let broken: { problem: string; count: number }[];
@@ -74,8 +82,8 @@ export async function findInconsistencies(pool: Pool, listProviderItemIds: () =>
   try {
     await client.query('BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY');
     broken = (await client.query<{ problem: string; count: number }>(BROKEN_INVARIANTS_SQL)).rows;
-    const storedRows = await client.query<{ provider_item_id: string }>(STORED_ITEMS_SQL);
-    const pendingRows = await client.query<{ provider_item_id: string }>(PENDING_ITEMS_SQL);
+    const storedRows = await client.query<{ provider_item_id: string }>(STORED_ITEMS_SQL, [provider]);
+    const pendingRows = await client.query<{ provider_item_id: string }>(PENDING_ITEMS_SQL, [provider]);
     await client.query('COMMIT');
     stored = new Set(storedRows.rows.map((row) => row.provider_item_id));
     pending = new Set(pendingRows.rows.map((row) => row.provider_item_id));
@@ -109,13 +117,14 @@ export async function readDatabaseCounts(pool: Pool): Promise<DatabaseCounts> {
 }
 
 export interface StoredConnectionRow {
+  provider: 'plaid' | 'teller';
   itemId: string;
   accountCount: number;
   accountIds: string[];
 }
 
 const STORED_CONNECTIONS_SQL = `
-  SELECT c.provider_item_id AS "itemId", c.account_count AS "accountCount",
+  SELECT c.provider, c.provider_item_id AS "itemId", c.account_count AS "accountCount",
          coalesce(array_agg(a.provider_account_id) FILTER (WHERE a.provider_account_id IS NOT NULL), '{}')
            AS "accountIds"
     FROM ${CONNECTIONS} c

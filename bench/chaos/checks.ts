@@ -2,6 +2,7 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import type { Pool } from 'pg';
 import type { PlaidEmulator, SentWebhook } from 'plaid-emulator';
+import type { TellerEmulator } from 'teller-emulator';
 import {
   countStatusChangesByItem,
   findInconsistencies,
@@ -9,22 +10,19 @@ import {
   readDatabaseCounts,
   readStoredConnections,
 } from '../consistency';
+import { result, type CheckResult } from './check-result';
 import { FAULT_KINDS, type FaultEvent } from './faults';
 import { NOTIFICATION_ENV, type Notification } from './notification-receiver';
 import type { RequestLedger } from './request-ledger';
+import { checkEnrollments, checkTellerAccounts, readEnrollments } from './teller-checks';
 import type { WebsiteState } from './website-state';
 
-export interface CheckResult {
-  name: string;
-  outcome: 'passed' | 'failed' | 'skipped';
-  summary: string;
-  /** Each violation, for the report (and the first few in the table). */
-  problems: string[];
-}
+export type { CheckResult } from './check-result';
 
 export interface CheckInput {
   pool: Pool;
   emulator: PlaidEmulator;
+  teller: TellerEmulator;
   ledger: RequestLedger;
   state: WebsiteState;
   /** Public tokens Plaid exchanged. */
@@ -42,31 +40,31 @@ export interface CheckInput {
   harnessErrors: string[];
 }
 
-const result = (name: string, problems: string[], summary: string): CheckResult => ({
-  name,
-  outcome: problems.length === 0 ? 'passed' : 'failed',
-  summary,
-  problems,
-});
-
 const statusOf = (sent: SentWebhook) => sent.status ?? (sent.error ? 'no answer' : 'in flight');
 
 /** Runs every check once the run has drained; none stops at the first problem. */
 export async function runChecks(input: CheckInput): Promise<CheckResult[]> {
   const stored = await readStoredConnections(input.pool);
+  // Plaid's checks compare Plaid's connections with Plaid's Items; Teller's have checks of their own.
+  const plaidStored = stored.filter((row) => row.provider === 'plaid');
+  const tellerStored = stored.filter((row) => row.provider === 'teller');
   const storedIds = new Set(stored.map((row) => row.itemId));
+  const plaidStoredIds = new Set(plaidStored.map((row) => row.itemId));
   const storedAccounts = new Set(stored.flatMap((row) => row.accountIds));
   const plaidItems = new Map(input.emulator.items().map((item) => [item.item_id, item]));
+  const { enrollments, activeEnrollments } = readEnrollments(input.teller);
   // The Items the service was given by Plaid: those of exchanged public tokens.
   const exchangedItems = new Set(
     [...input.exchangedTokens].flatMap((token) => input.state.linkItems.get(token) ?? []),
   );
   return [
-    await checkItems(input, storedIds, plaidItems, exchangedItems),
-    checkAccounts(input, stored, plaidItems),
+    await checkItems(input, plaidStoredIds, plaidItems, exchangedItems),
+    checkAccounts(input, plaidStored, plaidItems),
+    await checkEnrollments(input, tellerStored, enrollments),
+    checkTellerAccounts(input, tellerStored, enrollments),
     checkExchanges(input, storedIds),
     checkDuplicateSubmissions(input),
-    checkRemovals(input, storedIds, storedAccounts, plaidItems),
+    checkRemovals(input, storedIds, storedAccounts, plaidItems, activeEnrollments),
     ...checkAnswers(input),
     checkExits(input),
     checkLogs(input),
@@ -232,6 +230,7 @@ function checkRemovals(
   storedIds: Set<string>,
   storedAccounts: Set<string>,
   plaidItems: Map<string, unknown>,
+  activeEnrollments: Set<string>,
 ): CheckResult {
   const problems: string[] = [];
   for (const removal of input.state.accountRemovals) {
@@ -243,10 +242,12 @@ function checkRemovals(
   }
   for (const itemId of input.state.removedItems) {
     if (plaidItems.has(itemId)) problems.push(`Item ${itemId}: removal answered 200, still at Plaid`);
+    if (activeEnrollments.has(itemId))
+      problems.push(`enrollment ${itemId}: removal answered 200, still active at Teller`);
     if (storedIds.has(itemId)) problems.push(`Item ${itemId}: removal answered 200, connection still stored`);
   }
   return result(
-    'every removal answered 200 is gone (at Plaid too)',
+    'every removal answered 200 is gone (at Plaid or Teller too)',
     problems,
     `${input.state.accountRemovals.length} account removals, ${input.state.removedItems.size} connections removed`,
   );
@@ -284,9 +285,9 @@ function checkAnswers(input: CheckInput): CheckResult[] {
       `${unavailable.length} answers 503 (Plaid's own deliveries are not seen with their headers)`,
     ),
     result(
-      '502/504 only while a Plaid fault was on',
+      '502/504 only while a Plaid or Teller fault was on',
       outsideFaults.map(describe),
-      `${gateway.length} answers 502/504, ${gateway.length - outsideFaults.length} during Plaid faults`,
+      `${gateway.length} answers 502/504, ${gateway.length - outsideFaults.length} during provider faults`,
     ),
   ];
 }

@@ -1,4 +1,5 @@
 import type { FaultSpec, PlaidEmulator } from 'plaid-emulator';
+import type { TellerEmulator } from 'teller-emulator';
 import { sleep } from '../processes';
 import type { PostgresCluster } from './cluster';
 import type { Gate } from './gate';
@@ -15,6 +16,9 @@ export const FAULT_KINDS = [
   'plaid-429',
   'plaid-timeout',
   'plaid-drop',
+  'teller-500',
+  'teller-timeout',
+  'teller-drop',
   'instance-sigkill',
   'instance-sigterm',
   'receiver-down',
@@ -28,6 +32,7 @@ export type FaultKind = (typeof FAULT_KINDS)[number];
 const LANES: readonly (readonly FaultKind[])[] = [
   ['terminate-backends', 'postgres-restart-fast', 'postgres-restart-immediate'],
   ['plaid-500', 'plaid-429', 'plaid-timeout', 'plaid-drop'],
+  ['teller-500', 'teller-timeout', 'teller-drop'],
   ['instance-sigkill', 'instance-sigterm'],
   ['receiver-down'],
 ];
@@ -48,6 +53,19 @@ const PLAID_PATHS = [
  */
 const TIMEOUT_PATHS = PLAID_PATHS.filter((path) => path !== '/item/public_token/exchange');
 
+/**
+ * The Teller calls the service makes (src/provider/teller-provider.ts): the exchange's and the
+ * reconciliation's `GET /accounts`, one account, the removal of one account, and the revocation of an
+ * enrollment (`DELETE /accounts`). Unlike Plaid's exchange, a Teller exchange that times out still knows
+ * its enrollment (Connect's payload names it), so a timeout may hit every path.
+ */
+const TELLER_PATHS = [
+  { method: 'GET', path: '/accounts' },
+  { method: 'GET', path: '/accounts/:account_id' },
+  { method: 'DELETE', path: '/accounts/:account_id' },
+  { method: 'DELETE', path: '/accounts' },
+];
+
 /** Enough for every call while a fault lasts: a fault is lifted by time, not used up. */
 const UNTIL_LIFTED = 1_000_000;
 
@@ -65,12 +83,13 @@ export interface FaultTargets {
   databaseName: string;
   instances: ServiceInstance[];
   emulator: PlaidEmulator;
+  teller: TellerEmulator;
   receiver: NotificationReceiver;
   ledger: RequestLedger;
   random: Random;
   /** Database faults and instance start-ups take turns (see run-chaos.ts). */
   startupGate: Gate;
-  /** A Plaid fault's delay must outlast the service's Plaid timeout. */
+  /** A Plaid (or Teller) fault's delay must outlast the service's Plaid timeout (Teller's is the same). */
   plaidTimeoutMs: number;
   /** Exits of SIGTERM'd instances that were not 0 (or not in time). */
   badSigtermExits: string[];
@@ -179,6 +198,12 @@ export class FaultSchedule {
         );
       case 'plaid-drop':
         return this.injectPlaidFault(kind, PLAID_PATHS, { drop: true }, budgetMs);
+      case 'teller-500':
+        return this.injectTellerFault(kind, { status: 500 }, budgetMs);
+      case 'teller-timeout':
+        return this.injectTellerFault(kind, { delay_ms: this.targets.plaidTimeoutMs + 2_000 }, budgetMs);
+      case 'teller-drop':
+        return this.injectTellerFault(kind, { drop: true }, budgetMs);
       case 'instance-sigkill':
       case 'instance-sigterm':
         return this.stopAndRestartInstance(kind, budgetMs);
@@ -220,6 +245,29 @@ export class FaultSchedule {
       ledger.endPlaidFault(handle);
     }
     return `${path} for ${lastsMs} ms`;
+  }
+
+  /** As a Plaid fault, at the Teller emulator: one of the service's Teller calls fails until lifted. */
+  private async injectTellerFault(
+    kind: FaultKind,
+    fault: { status?: number; delay_ms?: number; drop?: boolean },
+    budgetMs: number,
+  ): Promise<string> {
+    const { teller, ledger, random } = this.targets;
+    const labels = TELLER_PATHS.map((call) => `${call.method} ${call.path}`);
+    const label = this.nextPath(kind, labels);
+    const call = TELLER_PATHS[labels.indexOf(label)]!;
+    const lastsMs = Math.round(random.between(Math.min(2_000, budgetMs), Math.min(8_000, budgetMs)));
+    // The service's 502/504 are allowed while any provider's fault is on: the ledger keeps one list.
+    const handle = ledger.startPlaidFault();
+    teller.injectFault({ ...call, count: UNTIL_LIFTED, ...fault });
+    try {
+      await sleep(lastsMs);
+    } finally {
+      teller.clearFaults();
+      ledger.endPlaidFault(handle);
+    }
+    return `${label} for ${lastsMs} ms`;
   }
 
   private async stopAndRestartInstance(

@@ -1,4 +1,5 @@
 import type { SentWebhook } from 'plaid-emulator';
+import type { RecordedCall as TellerCall } from 'teller-emulator';
 import type { CheckResult } from './checks';
 import { FAULT_KINDS, type FaultEvent } from './faults';
 import { describeOutcome, type RequestRecord } from './request-ledger';
@@ -25,8 +26,15 @@ function summarizeOutcomes(outcomes: string[]): string {
     .join(', ');
 }
 
-/** Requests by endpoint and outcome: the service's answers first, then the emulator's (Link, sandbox). */
-export function formatRequests(records: RequestRecord[], deliveries: SentWebhook[]): string {
+/**
+ * Requests by endpoint and outcome: the service's answers first, then the emulator's (Link, sandbox),
+ * then the calls the service made to Teller, as the Teller emulator recorded them.
+ */
+export function formatRequests(
+  records: RequestRecord[],
+  deliveries: SentWebhook[],
+  tellerCalls: TellerCall[] = [],
+): string {
   const groups = new Map<string, RequestRecord[]>();
   for (const record of records) {
     const key = `${record.side === 'service' ? '0' : '1'}${record.endpoint}`;
@@ -46,6 +54,22 @@ export function formatRequests(records: RequestRecord[], deliveries: SentWebhook
     String(deliveries.length),
     summarizeOutcomes(deliveries.map((sent) => (sent.status === null ? 'no answer' : String(sent.status)))),
   ]);
+  const byCall = new Map<string, TellerCall[]>();
+  for (const call of tellerCalls) {
+    // Account ids differ per call: grouped by the route, as the fault paths name it.
+    const route = call.path.replace(/^\/accounts\/[^/]+/, '/accounts/:account_id');
+    const key = `${call.method} ${route}`;
+    const group = byCall.get(key) ?? [];
+    group.push(call);
+    byCall.set(key, group);
+  }
+  for (const [key, calls] of [...byCall.entries()].sort(([a], [b]) => a.localeCompare(b))) {
+    rows.push([
+      `Teller: ${key} (made by the service)`,
+      String(calls.length),
+      summarizeOutcomes(calls.map((call) => (call.status === 0 ? 'no answer' : String(call.status)))),
+    ]);
+  }
   return markdownTable(['endpoint', 'requests', 'outcomes'], ['l', 'r', 'l'], rows);
 }
 

@@ -91,6 +91,7 @@ function cleanUp(resources: Resources, keepWorkDir: boolean): Promise<void> {
     await quietly('the load balancer', () => resources.balancer?.close());
     await quietly('the notification receiver', () => resources.receiver?.close());
     await quietly('the emulator', () => resources.emulator?.close());
+    await quietly('the Teller emulator', () => resources.teller?.close());
     await quietly('the database pool', () => resources.pool?.end());
     await quietly('the PostgreSQL cluster', () => resources.cluster?.stop());
     if (keepWorkDir) progress(`logs and data kept in ${resources.workDir}`);
@@ -142,7 +143,7 @@ async function run(): Promise<number> {
   try {
     progress(`seed ${options.seed}; logs in ${workDir} (kept if the run fails)`);
     const services = await startServices(resources, workDir, runId, progress);
-    const { cluster, emulator, receiver, balancer, instances, pool, webhookUrl } = services;
+    const { cluster, emulator, teller, receiver, balancer, instances, pool, webhookUrl } = services;
 
     const random = new Random(options.seed);
     const ledger = new RequestLedger();
@@ -154,6 +155,7 @@ async function run(): Promise<number> {
       service: new RecordingClient(services.serviceUrl, 'service', ledger),
       emulatorHttp: new RecordingClient(services.emulatorUrl, 'emulator', ledger),
       emulator,
+      teller,
       state,
       secrets: services.secrets,
       plaid: services.plaid,
@@ -175,6 +177,7 @@ async function run(): Promise<number> {
         databaseName: DATABASE,
         instances,
         emulator,
+        teller,
         receiver,
         ledger,
         random,
@@ -234,6 +237,7 @@ async function run(): Promise<number> {
       harnessErrors.push(`the last faults did not finish within ${WIND_DOWN_LIMIT_MS / 1000} s`);
     }
     emulator.clearFaults();
+    teller.clearFaults();
     ledger.endAllPlaidFaults();
     await cluster.ensureRunning();
     for (const instance of instances) if (!instance.running) await startupGate.hold(() => instance.start());
@@ -257,6 +261,7 @@ async function run(): Promise<number> {
     const checks = await runChecks({
       pool,
       emulator,
+      teller,
       ledger,
       state,
       exchangedTokens: exchangedTokens.exchanged(),
@@ -278,11 +283,13 @@ async function run(): Promise<number> {
         `${(os.loadavg()[0] ?? 0).toFixed(1)} at the end; Node ${process.version}, PostgreSQL ${services.postgresVersion}; ` +
         `2 instances behind a round-robin load balancer, ${options.workers} workers, PLAID_TIMEOUT_MS=${PLAID_TIMEOUT_MS}; ` +
         `${options.seconds} s of faults and traffic, then ${drainSeconds} s of drain; ` +
-        `${state.connections.size} connections known to the website at the end; ` +
+        `${state.connections.size} connections known to the website at the end ` +
+        `(${[...state.connections.values()].filter((known) => known.provider === 'teller').length} of them Teller's; ` +
+        `${state.tellerEnrollments.size} Teller enrollments made by Connect); ` +
         `connections per instance: ${JSON.stringify(balancer.connectionCounts())}; took ${Math.round((Date.now() - runStarted) / 1000)} s.`,
     );
     print();
-    print(formatRequests(ledger.records, deliveries));
+    print(formatRequests(ledger.records, deliveries, teller.calls()));
     print();
     print(formatFaults(faults.events));
     print();

@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import path from 'node:path';
 import { Pool } from 'pg';
 import { PlaidEmulator } from 'plaid-emulator';
+import { TellerEmulator } from 'teller-emulator';
 import { findFreePort } from '../processes';
 import { PostgresCluster } from './cluster';
 import { ServiceInstance } from './instances';
@@ -14,11 +15,14 @@ const INSTANCE_NAMES = ['a', 'b'];
 /** Low, so that a delayed Plaid answer is a timeout quickly; high enough that a busy machine does not make one. */
 export const PLAID_TIMEOUT_MS = 3_000;
 const HIGH_LIMIT = '1000000';
+/** The application id both instances open Teller Connect with. */
+export const TELLER_APPLICATION_ID = 'app_chaos';
 
 /** What the run starts, filled in as each starts, so that a failure half-way stops what did start. */
 export interface Started {
   cluster?: PostgresCluster;
   emulator?: PlaidEmulator;
+  teller?: TellerEmulator;
   receiver?: NotificationReceiver;
   balancer?: LoadBalancer;
   pool?: Pool;
@@ -30,6 +34,8 @@ export interface RunServices {
   emulator: PlaidEmulator;
   emulatorUrl: string;
   plaid: { clientId: string; secret: string };
+  /** Teller's emulator (development: HTTPS with its own CA, client certificate), in this process. */
+  teller: TellerEmulator;
   receiver: NotificationReceiver;
   balancer: LoadBalancer;
   /** The load balancer: where clients and Plaid's webhooks go. */
@@ -61,6 +67,16 @@ export async function startServices(
   const emulator = new PlaidEmulator({ credentials: plaid });
   started.emulator = emulator;
   const emulatorUrl = await emulator.listen(0, '127.0.0.1');
+  const tellerWebhookSecret = randomBytes(24).toString('hex');
+  // Teller's webhooks land separately (/webhooks/teller): none is sent here.
+  const teller = new TellerEmulator({
+    dataDir: path.join(workDir, 'teller-emulator'),
+    environment: 'development',
+    webhook: { url: null, secrets: [tellerWebhookSecret] },
+  });
+  started.teller = teller;
+  const tellerUrl = await teller.listen(0, '127.0.0.1');
+  log(`Teller emulator on ${tellerUrl}`);
   const receiver = new NotificationReceiver();
   started.receiver = receiver;
   await receiver.start();
@@ -81,6 +97,7 @@ export async function startServices(
     webhookUrl,
     secrets,
     receiver,
+    teller: { emulator: teller, url: tellerUrl, webhookSecret: tellerWebhookSecret },
   });
   // Each instance serves its metrics on a port of its own, as in production (where each is a host of its own).
   const metricsPorts = [await findFreePort(), await findFreePort()];
@@ -108,6 +125,7 @@ export async function startServices(
     emulator,
     emulatorUrl,
     plaid,
+    teller,
     receiver,
     balancer,
     serviceUrl,
@@ -127,7 +145,9 @@ function serviceEnvironment(settings: {
   webhookUrl: string;
   secrets: { internal: string; admin: string };
   receiver: NotificationReceiver;
+  teller: { emulator: TellerEmulator; url: string; webhookSecret: string };
 }): NodeJS.ProcessEnv {
+  const { emulator: teller } = settings.teller;
   return {
     PATH: process.env.PATH,
     NODE_ENV: 'development',
@@ -138,9 +158,17 @@ function serviceEnvironment(settings: {
     PLAID_CLIENT_ID: settings.plaid.clientId,
     PLAID_SECRET: settings.plaid.secret,
     PLAID_BASE_URL: settings.emulatorUrl,
-    // Teller is not measured here, but outside production each instance starts the built-in Teller emulator:
-    // on a free port, or a second instance (or anything else on 4011) would stop the start.
-    TELLER_EMULATOR_PORT: '0',
+    // Teller as configured in production (so no built-in emulator starts), against the run's emulator:
+    // its development CA is trusted through Node's CA store (the Teller client's Agent gives no `ca` of
+    // its own then), as a real deployment trusts Teller's public CA.
+    TELLER_APPLICATION_ID: TELLER_APPLICATION_ID,
+    TELLER_ENVIRONMENT: 'development',
+    TELLER_BASE_URL: settings.teller.url,
+    TELLER_CERTIFICATE: teller.credentials.clientCertificatePem,
+    TELLER_PRIVATE_KEY: teller.credentials.clientKeyPem,
+    TELLER_TOKEN_SIGNING_KEYS: teller.tokenSigningKey().key,
+    TELLER_WEBHOOK_SIGNING_SECRETS: settings.teller.webhookSecret,
+    NODE_EXTRA_CA_CERTS: teller.credentials.caCertificatePath,
     PLAID_TIMEOUT_MS: String(PLAID_TIMEOUT_MS),
     PLAID_WEBHOOK_URL: settings.webhookUrl,
     INTERNAL_SECRET: settings.secrets.internal,

@@ -1,4 +1,5 @@
 import type { PlaidEmulator } from 'plaid-emulator';
+import type { TellerEmulator } from 'teller-emulator';
 import type { Gate } from './gate';
 import type { RecordingClient } from './http-client';
 import type { Random } from './random';
@@ -13,6 +14,8 @@ export interface TrafficContext {
   emulatorHttp: RecordingClient;
   /** The same emulator in this process: its sent webhooks, and its key for signing Plaid's retries. */
   emulator: PlaidEmulator;
+  /** Teller's emulator in this process: Connect (`completeConnect`), its enrollments and calls. */
+  teller: TellerEmulator;
   state: WebsiteState;
   secrets: { internal: string; admin: string };
   plaid: { clientId: string; secret: string };

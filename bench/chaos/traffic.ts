@@ -1,15 +1,23 @@
 import { sleep } from '../processes';
 import { exportAccounts, readStats, reconcile, walkAccountPages } from './admin-traffic';
 import { repeatWebhook, replayWebhooksInReverse, triggerItemWebhook } from './plaid-webhooks';
+import { linkAndExchangeTeller } from './teller-traffic';
 import type { TrafficContext } from './traffic-context';
 import { createLinkToken, linkAndExchange, removeAccount, removeInstitution } from './website-traffic';
 
 type Operation = (context: TrafficContext) => Promise<unknown>;
 
-/** What the workers do, by weight: mostly the website's calls, then Plaid's webhooks, then admins. */
+const createTellerLinkToken = (context: TrafficContext) => createLinkToken(context, undefined, 'teller');
+
+/**
+ * What the workers do, by weight: mostly the website's calls, then Plaid's webhooks, then admins. Plaid
+ * stays most of the links (about 70 %), Teller the rest; removals take any connection, either provider's.
+ */
 const MIX: readonly (readonly [Operation, number])[] = [
-  [createLinkToken, 10],
-  [linkAndExchange, 30],
+  [createLinkToken, 7],
+  [createTellerLinkToken, 3],
+  [linkAndExchange, 21],
+  [linkAndExchangeTeller, 9],
   [removeAccount, 14],
   [removeInstitution, 7],
   [triggerItemWebhook, 12],
@@ -55,7 +63,8 @@ export class Traffic {
 
   private pick(): Operation {
     const operation = this.context.random.weighted(MIX);
-    if (operation === linkAndExchange && this.context.state.connections.size > MOST_CONNECTIONS) {
+    const links = operation === linkAndExchange || operation === linkAndExchangeTeller;
+    if (links && this.context.state.connections.size > MOST_CONNECTIONS) {
       return removeInstitution;
     }
     return operation;

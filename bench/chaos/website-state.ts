@@ -1,7 +1,11 @@
 import type { Random } from './random';
 
+export type ProviderName = 'plaid' | 'teller';
+
 /** A connection as the website knows it from an exchange's 200 answer. */
 export interface KnownConnection {
+  provider: ProviderName;
+  /** Plaid's Item id, or Teller's enrollment id. */
   itemId: string;
   userId: string;
   institutionId: string;
@@ -19,9 +23,11 @@ export interface ExchangeAnswer {
 }
 
 export interface ExchangeAttempt {
+  provider: ProviderName;
+  /** Plaid's public token, or Teller's enrollment id. */
   publicToken: string;
   userId: string;
-  /** The Item Link made for this public token at the emulator. */
+  /** The Item Link made for this public token at the emulator (Teller: the enrollment Connect made). */
   linkItemId: string;
   /** One per submission that got a final answer. */
   answers: ExchangeAnswer[];
@@ -55,6 +61,14 @@ export class WebsiteState {
   readonly mayBeRemoved = new Set<string>();
   /** Items with an account removal that never got a final answer: their account list is not known. */
   readonly uncertainAccounts = new Set<string>();
+  /** Enrollments Teller Connect made in this run. */
+  readonly tellerEnrollments = new Set<string>();
+  /**
+   * Enrollments some submission of which got a final answer from the service: the service was given
+   * them, so each is either stored or revoked. (One whose every submission went unanswered may never
+   * have reached the service, which then cannot know it.)
+   */
+  readonly tellerGiven = new Set<string>();
   /** Requests that took a minute or more to get their final answer (what made the drain long). */
   readonly slowSettlements: string[] = [];
 
@@ -97,8 +111,9 @@ export class WebsiteState {
   }
 
   /** A connection to look at without taking it (webhooks, which may race a removal). */
-  peek(random: Random): KnownConnection | undefined {
-    return this.idle.length === 0 ? undefined : random.pick(this.idle);
+  peek(random: Random, provider: ProviderName = 'plaid'): KnownConnection | undefined {
+    const candidates = this.idle.filter((connection) => connection.provider === provider);
+    return candidates.length === 0 ? undefined : random.pick(candidates);
   }
 
   countIdle(): number {

@@ -2,18 +2,18 @@ import type { LinkSuccess } from 'plaid-emulator';
 import { sleep } from '../processes';
 import { callUntilSettled, NoAnswer, type Answer, type Settled } from './http-client';
 import { asWebsite, type TrafficContext } from './traffic-context';
-import type { ExchangeAttempt, KnownConnection } from './website-state';
+import type { ExchangeAttempt, KnownConnection, ProviderName } from './website-state';
 
 /** The website's own calls: link tokens, Link, exchanges and both kinds of removal. */
 
-const APP_NAME = 'Chaos App';
+export const APP_NAME = 'Chaos App';
 const INSTITUTIONS = ['ins_109508', 'ins_109509', 'ins_109510', 'ins_109511', 'ins_109512'];
 /** Share of exchanges that reconnect a bank the user already has: the service must refuse the duplicate. */
-const RECONNECT_SHARE = 0.08;
+export const RECONNECT_SHARE = 0.08;
 /** Share of public tokens submitted two or three times at once (a double click, a retry racing the first). */
-const CONCURRENT_DUPLICATE_SHARE = 0.3;
+export const CONCURRENT_DUPLICATE_SHARE = 0.3;
 
-const isRetryableExchange = (answer: Answer) =>
+export const isRetryableExchange = (answer: Answer) =>
   answer.status === 503 ||
   answer.status === 504 ||
   (answer.status === 409 && answer.code === 'EXCHANGE_IN_PROGRESS');
@@ -26,7 +26,7 @@ interface ExchangeBody {
 /** Final answers that took a minute or more are noted: an exchange can wait out a sweep of the service. */
 const SLOW_SETTLEMENT_MS = 60_000;
 
-function noteIfSlow(context: TrafficContext, what: string, startedAt: number, settled: Settled): void {
+export function noteIfSlow(context: TrafficContext, what: string, startedAt: number, settled: Settled): void {
   const tookMs = Date.now() - startedAt;
   if (tookMs < SLOW_SETTLEMENT_MS) return;
   const answer = settled.answer
@@ -39,13 +39,19 @@ function noteIfSlow(context: TrafficContext, what: string, startedAt: number, se
 }
 
 /** The connection an exchange's 200 answer describes, or undefined when the answer does not hold one. */
-function readConnection(userId: string, institutionId: string, text: string): KnownConnection {
+export function readConnection(
+  provider: ProviderName,
+  userId: string,
+  institutionId: string,
+  text: string,
+): KnownConnection {
   const accounts = (JSON.parse(text) as ExchangeBody).accounts ?? [];
   const first = accounts[0];
   if (!first || typeof first.item_id !== 'string' || typeof first.access_token !== 'string') {
     throw new Error(`an exchange answered 200 without accounts: ${text.slice(0, 200)}`);
   }
   return {
+    provider,
     itemId: first.item_id,
     userId,
     institutionId,
@@ -57,15 +63,20 @@ function readConnection(userId: string, institutionId: string, text: string): Kn
 export async function createLinkToken(
   context: TrafficContext,
   userId = context.state.nextUserId(),
+  provider: ProviderName = 'plaid',
 ): Promise<string | undefined> {
   const settled = await callUntilSettled(
     () =>
       context.service.call(
-        'POST /create-link-token',
+        provider === 'plaid' ? 'POST /create-link-token' : `POST /create-link-token (${provider})`,
         {
           method: 'POST',
           path: '/create-link-token',
-          body: { subscription_user_id: userId, app_name: APP_NAME },
+          body: {
+            ...(provider === 'plaid' ? {} : { provider }),
+            subscription_user_id: userId,
+            app_name: APP_NAME,
+          },
         },
         asWebsite(context),
       ),
@@ -126,6 +137,7 @@ export async function linkAndExchange(context: TrafficContext): Promise<void> {
   const success = await completeLink(context, linkToken, institutionId);
   if (!success) return;
   const attempt: ExchangeAttempt = {
+    provider: 'plaid',
     publicToken: success.public_token,
     userId,
     linkItemId: state.linkItems.get(success.public_token) as string,
@@ -165,7 +177,7 @@ export async function linkAndExchange(context: TrafficContext): Promise<void> {
         attempt.answers.push({ status, code });
         return;
       }
-      const connection = readConnection(userId, institutionId, text);
+      const connection = readConnection('plaid', userId, institutionId, text);
       attempt.answers.push({ status, itemId: connection.itemId });
       state.addConnection(connection);
     }),
@@ -235,7 +247,13 @@ export async function removeInstitution(context: TrafficContext): Promise<void> 
         {
           method: 'POST',
           path: '/remove-institution',
-          body: { subscription_user_id: connection.userId, access_token: connection.accessToken },
+          // A Teller connection by its item_id, as docs/website-guide.md tells the website ("Teller
+          // connections: what a removal does at Teller"): /remove-institution's access_token must look
+          // like a Plaid access token, so the Teller token the exchange answered with is refused (400).
+          body:
+            connection.provider === 'teller'
+              ? { subscription_user_id: connection.userId, item_id: connection.itemId }
+              : { subscription_user_id: connection.userId, access_token: connection.accessToken },
         },
         asWebsite(context),
       ),

@@ -3,11 +3,7 @@ import { newWebhookSecret } from '../support/notifications';
 import { connectInstitution, finishedReconciliation, startReconciliation } from '../support/requests';
 import { PLAID_SECRET, rowsOf, startService, uniqueUserId, type ServiceContext } from '../support/service';
 import { postTellerWebhook, storeTellerConnection, tellerDelivery } from '../support/teller-connections';
-
-const healthOf = async (service: ServiceContext, itemId: string) =>
-  (
-    await rowsOf(service, `SELECT status, error_code FROM connections WHERE provider_item_id = $1`, [itemId])
-  )[0];
+import { healthOfItem } from '../support/state-probes';
 
 /** The Teller calls the emulator received, as method, path and enrollment, sorted. */
 const tellerCalls = (service: ServiceContext) =>
@@ -93,12 +89,12 @@ describe('reconciliation of Teller connections', () => {
       ]),
     );
     expect(finished.body.differences).toHaveLength(3);
-    expect(await healthOf(service, fine.enrollmentId)).toEqual({ status: 'good', error_code: null });
-    expect(await healthOf(service, broken.enrollmentId)).toEqual({
+    expect(await healthOfItem(service, fine.enrollmentId)).toEqual({ status: 'good', error_code: null });
+    expect(await healthOfItem(service, broken.enrollmentId)).toEqual({
       status: 'login_required',
       error_code: 'enrollment.disconnected.credentials_invalid',
     });
-    expect(await healthOf(service, revoked.enrollmentId)).toEqual({
+    expect(await healthOfItem(service, revoked.enrollmentId)).toEqual({
       status: 'error',
       error_code: 'ITEM_NOT_FOUND',
     });
@@ -138,7 +134,7 @@ describe('reconciliation of Teller connections', () => {
     });
     service.teller!.disconnectEnrollment(connection.enrollmentId, 'disconnected.user_action.mfa_required');
     await postTellerWebhook(service, delivery.rawBody, delivery.headers['teller-signature']);
-    const before = await healthOf(service, connection.enrollmentId);
+    const before = await healthOfItem(service, connection.enrollmentId);
     service.teller!.completeConnect({ nonce: 'repair', enrollmentId: connection.enrollmentId });
 
     const finished = await runReconciliation(service);
@@ -158,7 +154,10 @@ describe('reconciliation of Teller connections', () => {
         error_code: null,
       },
     ]);
-    expect(await healthOf(service, connection.enrollmentId)).toEqual({ status: 'good', error_code: null });
+    expect(await healthOfItem(service, connection.enrollmentId)).toEqual({
+      status: 'good',
+      error_code: null,
+    });
   });
 
   it('when Teller keeps failing, then the run reports the check as failed and changes nothing', async () => {
@@ -180,7 +179,10 @@ describe('reconciliation of Teller connections', () => {
         error_code: 'bad_gateway',
       },
     ]);
-    expect(await healthOf(service, connection.enrollmentId)).toEqual({ status: 'good', error_code: null });
+    expect(await healthOfItem(service, connection.enrollmentId)).toEqual({
+      status: 'good',
+      error_code: null,
+    });
     expect(
       service.logs.some(
         (line) =>
@@ -212,7 +214,10 @@ describe('reconciliation of Teller connections', () => {
           error_code: 'TELLER_NOT_CONFIGURED',
         }),
       ]);
-      expect(await healthOf(service, connection.enrollmentId)).toEqual({ status: 'good', error_code: null });
+      expect(await healthOfItem(service, connection.enrollmentId)).toEqual({
+        status: 'good',
+        error_code: null,
+      });
       expect(tellerCalls(service)).toEqual([]);
     } finally {
       await withoutTeller.close();

@@ -2,24 +2,9 @@ import type { TellerEmulator } from 'teller-emulator';
 import { refreshConnection } from '../support/requests';
 import { problemShape, rowsOf, serviceForFile, type ServiceContext } from '../support/service';
 import { postTellerWebhook, storeTellerConnection, tellerDelivery } from '../support/teller-connections';
+import { healthOfItem, statusChangesOfUser } from '../support/state-probes';
 
 type DisconnectReason = Parameters<TellerEmulator['disconnectEnrollment']>[1];
-
-const healthOf = async (service: ServiceContext, enrollmentId: string) =>
-  (
-    await rowsOf(service, `SELECT status, error_code FROM connections WHERE provider_item_id = $1`, [
-      enrollmentId,
-    ])
-  )[0];
-
-const statusEvents = (service: ServiceContext, user: string) =>
-  rowsOf(
-    service,
-    `SELECT detail->>'from' AS "from", detail->>'to' AS "to", detail->>'error_code' AS error_code,
-            detail->>'source' AS source
-       FROM events WHERE subscription_user_id = $1 AND kind = 'connection_status_changed' ORDER BY id`,
-    [user],
-  );
 
 /** The calls the Teller emulator received, as method, path and enrollment. */
 const tellerCalls = (service: ServiceContext) =>
@@ -46,7 +31,7 @@ describe('/refresh-connection for a Teller connection', () => {
 
   it('when the user repaired the enrollment through Teller Connect, then a refresh by item_id lists its accounts at Teller and brings it back to good', async () => {
     const connection = await disconnected('disconnected.user_action.mfa_required');
-    const before = await healthOf(service, connection.enrollmentId);
+    const before = await healthOfItem(service, connection.enrollmentId);
     service.teller!.completeConnect({ nonce: 'repair', enrollmentId: connection.enrollmentId });
 
     const refreshed = await refreshConnection(service, {
@@ -67,8 +52,11 @@ describe('/refresh-connection for a Teller connection', () => {
       institution_id: 'chase',
       status: 'good',
     });
-    expect(await healthOf(service, connection.enrollmentId)).toEqual({ status: 'good', error_code: null });
-    expect(await statusEvents(service, connection.user)).toEqual([
+    expect(await healthOfItem(service, connection.enrollmentId)).toEqual({
+      status: 'good',
+      error_code: null,
+    });
+    expect(await statusChangesOfUser(service, connection.user)).toEqual([
       {
         from: 'good',
         to: 'login_required',
@@ -102,11 +90,11 @@ describe('/refresh-connection for a Teller connection', () => {
 
     expect(refreshed.status).toBe(409);
     expect(refreshed.body).toEqual({ ...problemShape, status: 409, code: 'ITEM_LOGIN_REQUIRED' });
-    expect(await healthOf(service, connection.enrollmentId)).toEqual({
+    expect(await healthOfItem(service, connection.enrollmentId)).toEqual({
       status: 'login_required',
       error_code: 'enrollment.disconnected.credentials_invalid',
     });
-    expect(await statusEvents(service, connection.user)).toEqual([
+    expect(await statusChangesOfUser(service, connection.user)).toEqual([
       {
         from: 'good',
         to: 'login_required',

@@ -20,25 +20,10 @@ import {
   type ServiceContext,
 } from '../support/service';
 import { postTellerWebhook, storeTellerConnection, tellerDelivery } from '../support/teller-connections';
+import { healthOfItem, statusChangesOfUser } from '../support/state-probes';
 
 /** A secret the service also verifies with (TELLER_WEBHOOK_SIGNING_SECRETS lists two, as during a rotation). */
 const NEXT_TELLER_SECRET = `teller-next-${randomBytes(16).toString('hex')}`;
-
-const healthOf = async (service: ServiceContext, enrollmentId: string) =>
-  (
-    await rowsOf(service, `SELECT status, error_code FROM connections WHERE provider_item_id = $1`, [
-      enrollmentId,
-    ])
-  )[0];
-
-const statusEvents = (service: ServiceContext, user: string) =>
-  rowsOf(
-    service,
-    `SELECT detail->>'from' AS "from", detail->>'to' AS "to", detail->>'error_code' AS error_code,
-            detail->>'source' AS source
-       FROM events WHERE subscription_user_id = $1 AND kind = 'connection_status_changed' ORDER BY id`,
-    [user],
-  );
 
 const tellerDeliveries = (service: ServiceContext) =>
   rowsOf(
@@ -135,11 +120,11 @@ describe('Teller webhooks', () => {
 
     const [sent] = service.teller!.webhooksSent();
     expect(sent).toMatchObject({ url: webhookUrl, state: 'delivered' });
-    expect(await healthOf(service, connection.enrollmentId)).toEqual({
+    expect(await healthOfItem(service, connection.enrollmentId)).toEqual({
       status: 'login_required',
       error_code: 'enrollment.disconnected.credentials_invalid',
     });
-    expect(await statusEvents(service, connection.user)).toEqual([
+    expect(await statusChangesOfUser(service, connection.user)).toEqual([
       {
         from: 'good',
         to: 'login_required',
@@ -189,7 +174,7 @@ describe('Teller webhooks', () => {
         reason === 'disconnected.enrollment_inactive';
       expect(response.status).toBe(200);
       expect(response.body).toEqual({ received: true });
-      expect(await healthOf(service, connection.enrollmentId)).toEqual({
+      expect(await healthOfItem(service, connection.enrollmentId)).toEqual({
         status: repairedByConnect ? 'login_required' : 'error',
         error_code: `enrollment.${reason}`,
       });
@@ -253,8 +238,11 @@ describe('Teller webhooks', () => {
       expect(response.status).toBe(401);
       expect(response.headers['content-type']).toMatch(/^application\/problem\+json/);
       expect(response.body).toEqual({ ...problemShape, status: 401, code: 'WEBHOOK_UNVERIFIED' });
-      expect(await healthOf(service, connection.enrollmentId)).toEqual({ status: 'good', error_code: null });
-      expect(await statusEvents(service, connection.user)).toEqual([]);
+      expect(await healthOfItem(service, connection.enrollmentId)).toEqual({
+        status: 'good',
+        error_code: null,
+      });
+      expect(await statusChangesOfUser(service, connection.user)).toEqual([]);
       expect(await tellerDeliveries(service)).toEqual(deliveriesBefore);
       expect(await notificationsOf(service, connection.enrollmentId)).toEqual([]);
       // Counted: by the type its body claims once it was read, as `other` when refused before that.
@@ -301,11 +289,11 @@ describe('Teller webhooks', () => {
 
     expect(duringTellersRotation.headers['teller-signature'].match(/v1=/g)).toHaveLength(2);
     expect(answers.map((answer) => answer.status)).toEqual([200, 200]);
-    expect(await healthOf(service, first.enrollmentId)).toEqual({
+    expect(await healthOfItem(service, first.enrollmentId)).toEqual({
       status: 'error',
       error_code: 'enrollment.disconnected',
     });
-    expect(await healthOf(service, second.enrollmentId)).toEqual({
+    expect(await healthOfItem(service, second.enrollmentId)).toEqual({
       status: 'error',
       error_code: 'enrollment.disconnected',
     });
@@ -333,8 +321,11 @@ describe('Teller webhooks', () => {
 
     expect(retry.headers['teller-signature']).not.toBe(first.headers['teller-signature']);
     expect([firstAnswer.status, refreshed.status, retryAnswer.status]).toEqual([200, 200, 200]);
-    expect(await healthOf(service, connection.enrollmentId)).toEqual({ status: 'good', error_code: null });
-    expect(await statusEvents(service, connection.user)).toEqual([
+    expect(await healthOfItem(service, connection.enrollmentId)).toEqual({
+      status: 'good',
+      error_code: null,
+    });
+    expect(await statusChangesOfUser(service, connection.user)).toEqual([
       {
         from: 'good',
         to: 'login_required',
@@ -377,8 +368,11 @@ describe('Teller webhooks', () => {
 
     expect(refreshed.status).toBe(200);
     expect(response.status).toBe(200);
-    expect(await healthOf(service, connection.enrollmentId)).toEqual({ status: 'good', error_code: null });
-    expect((await statusEvents(service, connection.user)).map((event) => event.to)).toEqual([
+    expect(await healthOfItem(service, connection.enrollmentId)).toEqual({
+      status: 'good',
+      error_code: null,
+    });
+    expect((await statusChangesOfUser(service, connection.user)).map((event) => event.to)).toEqual([
       'login_required',
       'good',
     ]);
@@ -429,7 +423,10 @@ describe('Teller webhooks', () => {
     expect(service.teller!.webhooksSent()).toEqual([
       expect.objectContaining({ type: 'webhook.test', state: 'delivered' }),
     ]);
-    expect(await healthOf(service, connection.enrollmentId)).toEqual({ status: 'good', error_code: null });
+    expect(await healthOfItem(service, connection.enrollmentId)).toEqual({
+      status: 'good',
+      error_code: null,
+    });
     expect((await tellerWebhooksCounted(service, 'webhook.test', 'ignored')) - ignoredBefore).toBe(1);
     service.teller!.configureWebhook({ url: null });
   });
@@ -448,7 +445,10 @@ describe('Teller webhooks', () => {
       code: 'PAYLOAD_TOO_LARGE',
       detail: 'The request body is over 8 kB.',
     });
-    expect(await healthOf(service, connection.enrollmentId)).toEqual({ status: 'good', error_code: null });
+    expect(await healthOfItem(service, connection.enrollmentId)).toEqual({
+      status: 'good',
+      error_code: null,
+    });
   });
 
   describe('over raw connections', () => {

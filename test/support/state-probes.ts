@@ -104,3 +104,21 @@ export const linkNoncesOfUser = (context: Probed, subscriptionUserId: string): P
        FROM link_nonces WHERE subscription_user_id = $1 ORDER BY created_at, nonce`,
     [subscriptionUserId],
   );
+
+/** One connection's health, by its Item (a Teller enrollment): its status and error code. */
+export const healthOfItem = async (context: Probed, providerItemId: string): Promise<Row | undefined> =>
+  (
+    await rowsOf(context, `SELECT status, error_code FROM connections WHERE provider_item_id = $1`, [
+      providerItemId,
+    ])
+  )[0];
+
+/** The status changes recorded for a user, in order: from, to, the error code and what said it. */
+export const statusChangesOfUser = (context: Probed, subscriptionUserId: string): Promise<Row[]> =>
+  rowsOf(
+    context,
+    `SELECT detail->>'from' AS "from", detail->>'to' AS "to", detail->>'error_code' AS error_code,
+            detail->>'source' AS source
+       FROM events WHERE subscription_user_id = $1 AND kind = 'connection_status_changed' ORDER BY id`,
+    [subscriptionUserId],
+  );

@@ -1,15 +1,5 @@
-import { sleep } from '../processes';
-import { callUntilSettled } from './http-client';
-import { asWebsite, type TrafficContext } from './traffic-context';
-import {
-  APP_NAME,
-  CONCURRENT_DUPLICATE_SHARE,
-  createLinkToken,
-  isRetryableExchange,
-  noteIfSlow,
-  readConnection,
-  RECONNECT_SHARE,
-} from './website-traffic';
+import type { TrafficContext } from './traffic-context';
+import { APP_NAME, createLinkToken, RECONNECT_SHARE, submitExchange } from './website-traffic';
 import type { ExchangeAttempt } from './website-state';
 
 /**
@@ -43,35 +33,13 @@ export async function linkAndExchangeTeller(context: TrafficContext): Promise<vo
   };
   state.exchanges.push(attempt);
   const body = { provider: 'teller', enrollment, subscription_user_id: userId, app_name: APP_NAME };
-  const copies = random.chance(CONCURRENT_DUPLICATE_SHARE) ? random.integer(2, 3) : 1;
-  const delays = Array.from({ length: copies }, (_, index) => (index === 0 ? 0 : random.between(0, 40)));
-  await Promise.all(
-    delays.map(async (delay) => {
-      await sleep(delay);
-      const startedAt = Date.now();
-      const settled = await callUntilSettled(
-        () =>
-          context.service.call(
-            'POST /exchange-public-token (teller)',
-            { method: 'POST', path: '/exchange-public-token', body },
-            asWebsite(context),
-          ),
-        { retryOn: isRetryableExchange, until: context.retryUntil() },
-      );
-      noteIfSlow(context, `Teller exchange for ${userId}`, startedAt, settled);
-      if (!settled.final || !settled.answer) {
-        attempt.unresolved += 1;
-        return;
-      }
-      state.tellerGiven.add(enrollmentId);
-      const { status, code, text } = settled.answer;
-      if (status !== 200) {
-        attempt.answers.push({ status, code });
-        return;
-      }
-      const connection = readConnection('teller', userId, institutionId, text);
-      attempt.answers.push({ status, itemId: connection.itemId });
-      state.addConnection(connection);
-    }),
-  );
+  await submitExchange(context, {
+    attempt,
+    body,
+    institutionId,
+    label: 'POST /exchange-public-token (teller)',
+    noteAs: `Teller exchange for ${userId}`,
+    // An enrollment one copy got a final answer for reached the service: the checks hold it to Teller's.
+    onFinalAnswer: () => state.tellerGiven.add(enrollmentId),
+  });
 }

@@ -11,9 +11,9 @@ const INSTITUTIONS = ['ins_109508', 'ins_109509', 'ins_109510', 'ins_109511', 'i
 /** Share of exchanges that reconnect a bank the user already has: the service must refuse the duplicate. */
 export const RECONNECT_SHARE = 0.08;
 /** Share of public tokens submitted two or three times at once (a double click, a retry racing the first). */
-export const CONCURRENT_DUPLICATE_SHARE = 0.3;
+const CONCURRENT_DUPLICATE_SHARE = 0.3;
 
-export const isRetryableExchange = (answer: Answer) =>
+const isRetryableExchange = (answer: Answer) =>
   answer.status === 503 ||
   answer.status === 504 ||
   (answer.status === 409 && answer.code === 'EXCHANGE_IN_PROGRESS');
@@ -26,7 +26,7 @@ interface ExchangeBody {
 /** Final answers that took a minute or more are noted: an exchange can wait out a sweep of the service. */
 const SLOW_SETTLEMENT_MS = 60_000;
 
-export function noteIfSlow(context: TrafficContext, what: string, startedAt: number, settled: Settled): void {
+function noteIfSlow(context: TrafficContext, what: string, startedAt: number, settled: Settled): void {
   const tookMs = Date.now() - startedAt;
   if (tookMs < SLOW_SETTLEMENT_MS) return;
   const answer = settled.answer
@@ -39,7 +39,7 @@ export function noteIfSlow(context: TrafficContext, what: string, startedAt: num
 }
 
 /** The connection an exchange's 200 answer describes, or undefined when the answer does not hold one. */
-export function readConnection(
+function readConnection(
   provider: ProviderName,
   userId: string,
   institutionId: string,
@@ -152,6 +152,35 @@ export async function linkAndExchange(context: TrafficContext): Promise<void> {
     // With Link's metadata a duplicate is refused before Plaid exchanges anything; without, after.
     ...(random.chance(0.5) ? { metadata: success.metadata } : {}),
   };
+  await submitExchange(context, {
+    attempt,
+    body,
+    institutionId,
+    label: 'POST /exchange-public-token',
+    noteAs: `exchange for ${userId}`,
+  });
+}
+
+/**
+ * One link's exchange as the website sends it: sometimes two or three copies at once (a double click, a
+ * retry racing the first), each retried with the same body until it gets a final answer, recorded on
+ * `attempt`; a 200 adds the connection it describes. `onFinalAnswer` hears each copy that got one.
+ */
+export async function submitExchange(
+  context: TrafficContext,
+  submission: {
+    attempt: ExchangeAttempt;
+    body: Record<string, unknown>;
+    institutionId: string;
+    /** The request ledger's name for these calls. */
+    label: string;
+    /** How a slow final answer is noted. */
+    noteAs: string;
+    onFinalAnswer?: () => void;
+  },
+): Promise<void> {
+  const { random, state } = context;
+  const { attempt, body } = submission;
   const copies = random.chance(CONCURRENT_DUPLICATE_SHARE) ? random.integer(2, 3) : 1;
   const delays = Array.from({ length: copies }, (_, index) => (index === 0 ? 0 : random.between(0, 40)));
   await Promise.all(
@@ -161,23 +190,24 @@ export async function linkAndExchange(context: TrafficContext): Promise<void> {
       const settled = await callUntilSettled(
         () =>
           context.service.call(
-            'POST /exchange-public-token',
+            submission.label,
             { method: 'POST', path: '/exchange-public-token', body },
             asWebsite(context),
           ),
         { retryOn: isRetryableExchange, until: context.retryUntil() },
       );
-      noteIfSlow(context, `exchange for ${userId}`, startedAt, settled);
+      noteIfSlow(context, submission.noteAs, startedAt, settled);
       if (!settled.final || !settled.answer) {
         attempt.unresolved += 1;
         return;
       }
+      submission.onFinalAnswer?.();
       const { status, code, text } = settled.answer;
       if (status !== 200) {
         attempt.answers.push({ status, code });
         return;
       }
-      const connection = readConnection('plaid', userId, institutionId, text);
+      const connection = readConnection(attempt.provider, attempt.userId, submission.institutionId, text);
       attempt.answers.push({ status, itemId: connection.itemId });
       state.addConnection(connection);
     }),

@@ -142,10 +142,11 @@ export async function startPrometheus(target: string, token: string): Promise<Pr
       return answer.data as string[];
     },
     async scrapesSince(since) {
-      const seconds = Math.max(1, Math.floor((Date.now() - since) / 1000));
-      const answer = await api('query', { query: `sum_over_time(up{job="${SERVICE_JOB}"}[${seconds}s])` });
-      const [sample] = (answer.data as { result: { value: [number, string] }[] } | undefined)?.result ?? [];
-      return sample ? Number(sample.value[1]) : 0;
+      // The samples themselves, each at its scrape's start: a window in whole seconds would reach back before `since`.
+      const answer = await api('query', { query: `up{job="${SERVICE_JOB}"}[1m]` });
+      const [series] =
+        (answer.data as { result: { values: [number, string][] }[] } | undefined)?.result ?? [];
+      return (series?.values ?? []).filter(([at, up]) => at * 1000 >= since && up === '1').length;
     },
     close,
   };

@@ -81,6 +81,37 @@ export const runIdSchema = (description: string, example: string) =>
     .regex(z.regexes.uuid(), 'must be a run id (a UUID)')
     .openapi({ format: 'uuid', maxLength: 36, description, example });
 
+/** Longest message or suggested action in the registry of explanations, with room to grow. */
+const MAX_EXPLANATION_LENGTH = 400;
+
+/**
+ * An error code in plain words, from the one registry (src/vocabulary/error-explanations.ts): declared once,
+ * beside every `error_code` (and `last_error`) an admin answer carries, as `error_explanation`.
+ */
+const errorExplanationSchema = z
+  .object({
+    message: wireText(MAX_EXPLANATION_LENGTH).openapi({
+      description: "What happened to the user's bank connection, in plain words.",
+      example: "The bank no longer accepts the user's saved login, so no new data arrives.",
+    }),
+    suggested_action: wireText(MAX_EXPLANATION_LENGTH).openapi({
+      description: 'What support staff should do next.',
+      example: "Ask the user to reconnect the bank through the website's update flow.",
+    }),
+  })
+  .openapi('ErrorExplanation', {
+    description:
+      'An error code explained for support staff. A code the service has no entry for (one a provider ' +
+      'added) gets a generic explanation that says so.',
+  });
+
+/** `error_explanation`: the explanation of the error code beside it, null when there is no error. */
+export const errorExplanationField = (of: string) =>
+  // A union, not .nullable(): the document must say "the schema, or null" (anyOf), not both at once.
+  z.union([errorExplanationSchema, z.null()]).openapi({
+    description: `${of} in plain words, with what to do next; null when there is no error.`,
+  });
+
 /** The query of every keyset-paged admin list: a page size and the previous page's cursor. */
 export const pageQueryFields = {
   limit: z.coerce
@@ -116,11 +147,23 @@ const filter = (example: string, description?: string) =>
     .optional()
     .openapi({ example, ...(description ? { description } : {}) });
 
+/** The institution's name, as support staff type part of it. */
+const institutionNameFilter = text(MAX_NAME_LENGTH, 1)
+  .optional()
+  .openapi({
+    description:
+      'Only connections whose institution name contains this text, in any case (`platypus` finds ' +
+      '"First Platypus Bank"); `%` and `_` are plain characters. Indexed (trigrams): from three ' +
+      'characters on, the index narrows the search; a shorter text reads every connection.',
+    example: 'platypus',
+  });
+
 /** The filters the accounts and the connections lists share, each on the connection. */
 const connectionFilters = {
   subscription_user_id: filter('user-42'),
   item_id: filter('DWVAAPWq4RHGlEaNyGKRTAnPLaEmo8Cvq7na6', "Plaid's id of the connection (the Item)."),
   institution_id: filter('ins_109508'),
+  institution_name: institutionNameFilter,
   app_name: filter('Budget App'),
   // The enum itself, not the Provider component: a query parameter's schema carries its own example.
   provider: z.enum(PROVIDERS).optional().openapi({
@@ -213,7 +256,8 @@ export const adminConnectionSchema = z
     status: connectionStatusSchema,
     error_code: wireText(MAX_CODE_LENGTH)
       .nullable()
-      .openapi({ description: "Plaid's error code for `error` and `login_required`." }),
+      .openapi({ description: "The provider's error code for `error` and `login_required`." }),
+    error_explanation: errorExplanationField('`error_code`'),
     consent_expiration_time: wireTimestamp().nullable(),
     disconnect_reason: wireText(MAX_CODE_LENGTH).nullable(),
     disconnect_time: wireTimestamp().nullable(),
@@ -289,6 +333,8 @@ export const adminConnectionView = z
         last_error: wireText(MAX_FAILURE_LENGTH).nullable().openapi({
           description: "What the last attempt met: Plaid's error code and message, or the service's.",
         }),
+        error_code: outboxErrorCode(),
+        error_explanation: errorExplanationField('`last_error`'),
         next_attempt_at: wireTimestamp(),
         created_at: wireTimestamp().openapi({ description: 'When the retry horizon started.' }),
       })
@@ -296,6 +342,19 @@ export const adminConnectionView = z
       .openapi({ description: "The Item's removal at Plaid while it is pending or dead; null otherwise." }),
   })
   .openapi('AdminConnectionView');
+
+/** The code a `last_error` carries, read back from it (src/vocabulary/outbox-failures.ts). */
+function outboxErrorCode() {
+  return wireText(MAX_CODE_LENGTH)
+    .nullable()
+    .openapi({
+      description:
+        'The code `last_error` carries: the provider’s or the service’s code it starts with (a removal), or the ' +
+        'service’s name for a notification’s failure (`WEBSITE_FAILED`, `WEBSITE_TIMEOUT`…); null without an ' +
+        'error, or when none can be read from it.',
+      example: 'INTERNAL_SERVER_ERROR',
+    });
+}
 
 const outboxRowFields = {
   id: wireText(19).openapi({ description: 'The outbox id (as `outbox_id` in log lines).', example: '42' }),
@@ -310,15 +369,27 @@ const outboxRowFields = {
     .nullable()
     .openapi({ format: 'int32', description: 'The HTTP status the last attempt got, if it got one.' }),
   last_error: wireText(512).nullable(),
+  error_code: outboxErrorCode(),
+  error_explanation: errorExplanationField('`last_error`'),
   next_attempt_at: wireTimestamp()
     .nullable()
     .openapi({ description: 'When the next attempt is due (pending only).' }),
   created_at: wireTimestamp(),
 };
 
+/** The filters the removals and the notifications lists share, beside their state. */
+const outboxFilters = {
+  subscription_user_id: filter('user-42', 'Only rows about this user.'),
+  item_id: filter(
+    'DWVAAPWq4RHGlEaNyGKRTAnPLaEmo8Cvq7na6',
+    'Only rows about this Item (enrollment, for Teller).',
+  ),
+};
+
 export const adminNotificationsQuery = z
   .object({
     state: z.enum(['pending', 'failed', 'delivered']).openapi({ example: 'failed' }),
+    ...outboxFilters,
     ...pageQueryFields,
   })
   .strict();
@@ -360,6 +431,7 @@ export const redeliverNotificationsResponse = z
 export const adminRemovalsQuery = z
   .object({
     state: z.enum(['pending', 'dead', 'done']).openapi({ example: 'pending' }),
+    ...outboxFilters,
     ...pageQueryFields,
   })
   .strict();

@@ -32,6 +32,12 @@ const CONNECTION_EXPORT: ExportShape<AdminConnection> = {
     'last_webhook_at',
     // Came later: last, so that existing columns keep their places.
     'provider',
+    // `error_explanation`, flattened: a CSV cell holds no object.
+    { name: 'error_message', cell: (connection) => connection.error_explanation?.message ?? null },
+    {
+      name: 'error_suggested_action',
+      cell: (connection) => connection.error_explanation?.suggested_action ?? null,
+    },
   ],
 };
 

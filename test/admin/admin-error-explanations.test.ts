@@ -1,4 +1,5 @@
 import { readFileSync } from 'node:fs';
+import type { HealthSignal } from '../../src/domain/connections/connection-health';
 import { plaidErrorSignal } from '../../src/domain/connections/plaid-signals';
 import {
   tellerDisconnectSignal,
@@ -29,6 +30,12 @@ import {
 import { projectPath } from '../support/project-paths';
 import { serviceForFile, uniqueUserId } from '../support/service';
 
+/** The code an error signal records on its connection. */
+function codeOf(signal: HealthSignal): string {
+  if (signal.kind !== 'error') throw new Error(`not an error signal: ${signal.kind}`);
+  return signal.errorCode;
+}
+
 /** Whether the registry has an entry of its own for `code` (not the generic one). */
 const isExplained = (code: string) => explainErrorCode(code) !== UNKNOWN_ERROR_EXPLANATION;
 
@@ -36,11 +43,11 @@ describe('the registry of error explanations', () => {
   it('when every code a connection can store is looked up, then each has an explanation of its own', () => {
     const stored = [
       // Teller: each disconnection's code (webhook or API), and an enrollment gone.
-      ...TELLER_DISCONNECT_REASONS.map((reason) => tellerDisconnectSignal(reason).errorCode),
-      tellerDisconnectSignal('a reason Teller adds later').errorCode,
-      tellerEnrollmentGoneSignal().errorCode,
+      ...TELLER_DISCONNECT_REASONS.map((reason) => codeOf(tellerDisconnectSignal(reason))),
+      codeOf(tellerDisconnectSignal('a reason Teller adds later')),
+      codeOf(tellerEnrollmentGoneSignal()),
       // Plaid: what webhooks, calls and reconciliation record (reconcile-connections.ts).
-      plaidErrorSignal('ITEM_LOGIN_REQUIRED').errorCode,
+      codeOf(plaidErrorSignal('ITEM_LOGIN_REQUIRED')),
       'ITEM_NOT_FOUND',
     ];
 

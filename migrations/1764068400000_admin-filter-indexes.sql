@@ -3,8 +3,8 @@
 -- squawk (npm run lint:migrations) waives here, each rule with why it is accepted:
 --   require-concurrent-index-creation: the migrator applies every pending migration in one transaction, where
 --     CONCURRENTLY cannot run; each index below is built with writes to its table waiting (the trigram index
---     reads every connection's institution name: about a second at 150k connections, the million-account
---     figure of bench/README.md), and an operator with more runs, before the deploy,
+--     reads every connection's institution name; not measured at size: the benchmark seeds after migrating),
+--     and an operator with many connections runs, before the deploy,
 --     `CREATE EXTENSION IF NOT EXISTS pg_trgm;`
 --     `CREATE INDEX CONCURRENTLY IF NOT EXISTS connections_institution_name_trgm_idx ON connections USING gin (institution_name gin_trgm_ops);`
 --     `CREATE INDEX CONCURRENTLY IF NOT EXISTS outbox_subscription_user_id_idx ON outbox (subscription_user_id, id);`

@@ -231,13 +231,13 @@ async function run(): Promise<void> {
     );
     // The trigram index's case: a part of one sandbox bank's name (Tartan Bank), and one that two share.
     await measure(
-      'page filtered by institution_name=artan',
+      'page filtered by institution_name',
       `${url}/admin/accounts?limit=100&institution_name=artan`,
       adminSecret,
       seconds,
     );
     await measure(
-      'connections filtered by institution_name=PLATYPUS',
+      'connections by institution_name',
       `${url}/admin/connections?limit=100&institution_name=PLATYPUS`,
       adminSecret,
       seconds,

@@ -108,11 +108,11 @@ describe('GET /admin/connections and /admin/accounts by institution_name', () =>
     });
 
     it.each([
-      ['a lone %', '%', ['tartan']],
-      ['a lone _', '_', ['tartan']],
-      ['`0%` (as a wildcard it would match `1000 …` too)', '0%', ['tartan']],
+      ['`0% ` (as a wildcard it would match `1000 …` too)', '0% ', ['tartan']],
+      ['`%_%`, every wildcard (as such it would match every name)', '%_%', []],
+      ['`% T` (as a wildcard it would match `1000 T…` too)', '% T', ['tartan']],
       ['`n_b` (as a wildcard it would match `nXB` too)', 'n_b', ['tartan']],
-      ['a backslash before a % (unescaped, it would make the % literal)', '\\%', []],
+      ['a backslash before `%_` (unescaped, it would make the % literal)', '\\%_', []],
     ] as const)(
       'when the text is %s, then it is matched as it is, not as a pattern',
       async (_name, text, expected) => {
@@ -126,6 +126,7 @@ describe('GET /admin/connections and /admin/accounts by institution_name', () =>
 
   it.each([
     ['empty', ''],
+    ['two characters, fewer than its index needs', 'TD'],
     ['longer than a name can be', 'x'.repeat(1_000)],
     ['holding a control character', 'First\u0007Platypus'],
   ])(

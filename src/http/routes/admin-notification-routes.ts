@@ -5,7 +5,7 @@ import {
   adminNotificationsResponse,
   redeliverNotificationsBody,
   redeliverNotificationsResponse,
-} from '../schemas/admin-schemas';
+} from '../schemas/admin-outbox-schemas';
 
 export const listAdminNotifications = defineEndpoint({
   operationId: 'listAdminNotifications',

@@ -9,7 +9,6 @@ import { explanationOf } from '../../vocabulary/error-explanations';
 import { defineEndpoint } from '../endpoint-declaration';
 import {
   MAX_FAILURE_LENGTH,
-  errorExplanationField,
   pagesDescription,
   nextCursor,
   pageQueryFields,
@@ -24,6 +23,7 @@ import {
   wireTimestamp,
   z,
 } from '../schemas/common-schemas';
+import { errorExplanationField } from '../schemas/error-explanation-schemas';
 
 const runId = () =>
   runIdSchema('The run, as `POST /admin/reconcile` answered it.', '3b241101-e2bb-4255-8caf-4136c566a962');

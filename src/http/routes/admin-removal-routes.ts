@@ -1,6 +1,7 @@
 import { explainOutboxFailure } from '../../vocabulary/outbox-failures';
 import { defineEndpoint } from '../endpoint-declaration';
-import { adminRemovalsQuery, adminRemovalsResponse, outboxIds } from '../schemas/admin-schemas';
+import { adminRemovalsQuery, adminRemovalsResponse } from '../schemas/admin-outbox-schemas';
+import { outboxIds } from '../schemas/admin-schemas';
 import { count, z } from '../schemas/common-schemas';
 
 /** Closed, as every body is: a misspelt `ids` must not quietly retry every dead removal. */

@@ -1,7 +1,6 @@
 import { OUTBOX_ID_PATTERN, isOutboxId } from '../../use-cases/retry-dead-removals';
 import { CONNECTION_STATUSES } from '../../vocabulary/connection-statuses';
 import { EVENT_KINDS } from '../../vocabulary/event-kinds';
-import { NOTIFICATION_TYPES } from '../../vocabulary/notification-types';
 import { PROVIDERS } from '../../vocabulary/providers';
 import { REMOVAL_REASONS } from '../../vocabulary/removal-reasons';
 import {
@@ -19,6 +18,7 @@ import {
   wireTimestamp,
   z,
 } from './common-schemas';
+import { errorExplanationField, outboxErrorCode } from './error-explanation-schemas';
 
 /** The admin views' query and response shapes. */
 
@@ -81,37 +81,6 @@ export const runIdSchema = (description: string, example: string) =>
     .regex(z.regexes.uuid(), 'must be a run id (a UUID)')
     .openapi({ format: 'uuid', maxLength: 36, description, example });
 
-/** Longest message or suggested action in the registry of explanations, with room to grow. */
-const MAX_EXPLANATION_LENGTH = 400;
-
-/**
- * An error code in plain words, from the one registry (src/vocabulary/error-explanations.ts): declared once,
- * beside every `error_code` (and `last_error`) an admin answer carries, as `error_explanation`.
- */
-const errorExplanationSchema = z
-  .object({
-    message: wireText(MAX_EXPLANATION_LENGTH).openapi({
-      description: "What happened to the user's bank connection, in plain words.",
-      example: "The bank no longer accepts the user's saved login, so no new data arrives.",
-    }),
-    suggested_action: wireText(MAX_EXPLANATION_LENGTH).openapi({
-      description: 'What support staff should do next.',
-      example: "Ask the user to reconnect the bank through the website's update flow.",
-    }),
-  })
-  .openapi('ErrorExplanation', {
-    description:
-      'An error code explained for support staff. A code the service has no entry for (one a provider ' +
-      'added) gets a generic explanation that says so.',
-  });
-
-/** `error_explanation`: the explanation of the error code beside it, null when there is no error. */
-export const errorExplanationField = (of: string) =>
-  // A union, not .nullable(): the document must say "the schema, or null" (anyOf), not both at once.
-  z.union([errorExplanationSchema, z.null()]).openapi({
-    description: `${of} in plain words, with what to do next; null when there is no error.`,
-  });
-
 /** The query of every keyset-paged admin list: a page size and the previous page's cursor. */
 export const pageQueryFields = {
   limit: z.coerce
@@ -142,7 +111,8 @@ export const nextCursor = (characters: number) =>
     .nullable()
     .openapi({ pattern: `^[A-Za-z0-9_-]{${characters}}$`, description: 'Null on the last page.' });
 
-const filter = (example: string, description?: string) =>
+/** An optional filter on an id or a name (at least one character). */
+export const filter = (example: string, description?: string) =>
   text(MAX_ID_LENGTH, 1)
     .optional()
     .openapi({ example, ...(description ? { description } : {}) });
@@ -349,123 +319,3 @@ export const adminConnectionView = z
       .openapi({ description: "The Item's removal at Plaid while it is pending or dead; null otherwise." }),
   })
   .openapi('AdminConnectionView');
-
-/** The code a `last_error` carries, read back from it (src/vocabulary/outbox-failures.ts). */
-function outboxErrorCode() {
-  return wireText(MAX_CODE_LENGTH)
-    .nullable()
-    .openapi({
-      description:
-        'The code `last_error` carries: the provider’s or the service’s code it starts with (a removal), or the ' +
-        'service’s name for a notification’s failure (`WEBSITE_FAILED`, `WEBSITE_TIMEOUT`…); null without an ' +
-        'error, or when none can be read from it.',
-      example: 'INTERNAL_SERVER_ERROR',
-    });
-}
-
-const outboxRowFields = {
-  id: wireText(19).openapi({ description: 'The outbox id (as `outbox_id` in log lines).', example: '42' }),
-  item_id: wireText(MAX_ID_LENGTH).openapi({ description: "The Item's id at Plaid." }),
-  subscription_user_id: wireText(MAX_ID_LENGTH).nullable(),
-  attempts: count(),
-  last_status: z
-    .number()
-    .int()
-    .min(100)
-    .max(599)
-    .nullable()
-    .openapi({ format: 'int32', description: 'The HTTP status the last attempt got, if it got one.' }),
-  last_error: wireText(512).nullable(),
-  error_code: outboxErrorCode(),
-  error_explanation: errorExplanationField('`last_error`'),
-  next_attempt_at: wireTimestamp()
-    .nullable()
-    .openapi({ description: 'When the next attempt is due (pending only).' }),
-  created_at: wireTimestamp(),
-};
-
-/** The filters the removals and the notifications lists share, beside their state. */
-const outboxFilters = {
-  subscription_user_id: filter('user-42', 'Only rows about this user.'),
-  item_id: filter(
-    'DWVAAPWq4RHGlEaNyGKRTAnPLaEmo8Cvq7na6',
-    'Only rows about this Item (enrollment, for Teller).',
-  ),
-};
-
-export const adminNotificationsQuery = z
-  .object({
-    state: z.enum(['pending', 'failed', 'delivered']).openapi({ example: 'failed' }),
-    ...outboxFilters,
-    ...pageQueryFields,
-  })
-  .strict();
-
-export const adminNotificationsResponse = z
-  .object({
-    notifications: z
-      .array(
-        z
-          .object({
-            ...outboxRowFields,
-            type: z.enum(NOTIFICATION_TYPES),
-            state: z.enum(['pending', 'failed', 'delivered']),
-            delivered_at: wireTimestamp().nullable(),
-          })
-          .openapi('AdminNotification'),
-      )
-      .max(1000),
-    next_cursor: nextCursor(32),
-  })
-  .openapi('AdminNotificationsPage');
-
-export const redeliverNotificationsBody = z
-  .object({
-    ids: outboxIds(
-      'Only these notifications (failed or delivered ones); without it, every failed notification.',
-      'A notification’s `id`, as `GET /admin/notifications` lists it.',
-    ),
-  })
-  .strict()
-  .openapi('RedeliverNotificationsRequest');
-
-export const redeliverNotificationsResponse = z
-  .object({
-    redelivered: count().openapi({ description: 'Notifications handed back to the worker.' }),
-  })
-  .openapi('RedeliverNotificationsResponse');
-
-export const adminRemovalsQuery = z
-  .object({
-    state: z.enum(['pending', 'dead', 'done']).openapi({ example: 'pending' }),
-    ...outboxFilters,
-    ...pageQueryFields,
-  })
-  .strict();
-
-export const adminRemovalsResponse = z
-  .object({
-    removals: z
-      .array(
-        z
-          .object({
-            ...outboxRowFields,
-            reason: z.enum(REMOVAL_REASONS),
-            state: z.enum(['pending', 'dead', 'done']),
-            completed_at: wireTimestamp().nullable(),
-            provider: providerSchema.openapi({ description: 'Where the removal is made.' }),
-            provider_account_id: wireText(MAX_ID_LENGTH)
-              .nullable()
-              .openapi({
-                description:
-                  'The account removed on its own at the provider (Teller’s `DELETE /accounts/{id}`, when ' +
-                  'the website removed one account of a Teller connection that keeps others); null for the ' +
-                  'removal of a whole Item (Plaid’s `/item/remove`, Teller’s `DELETE /accounts`).',
-              }),
-          })
-          .openapi('AdminRemoval'),
-      )
-      .max(1000),
-    next_cursor: nextCursor(32),
-  })
-  .openapi('AdminRemovalsPage');

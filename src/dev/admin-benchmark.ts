@@ -229,6 +229,19 @@ async function run(): Promise<void> {
       adminSecret,
       seconds,
     );
+    // The trigram index's case: a part of one sandbox bank's name (Tartan Bank), and one that two share.
+    await measure(
+      'page filtered by institution_name',
+      `${url}/admin/accounts?limit=100&institution_name=artan`,
+      adminSecret,
+      seconds,
+    );
+    await measure(
+      'connections by institution_name',
+      `${url}/admin/connections?limit=100&institution_name=PLATYPUS`,
+      adminSecret,
+      seconds,
+    );
     await measure(
       'page filtered by subscription_user_id',
       `${url}/admin/accounts?subscription_user_id=${encodeURIComponent(someUser)}`,

@@ -13,6 +13,7 @@ import {
   type SettingGroup,
   type SpanningRule,
 } from '../config/settings/setting';
+import { ADMIN_GUIDE, renderAdminGuide } from './error-explanations-reference';
 
 /**
  * The configuration reference (docs/configuration.md) and .env.example, written from the settings declared
@@ -20,10 +21,17 @@ import {
  * writes now.
  */
 
-/** The files written, relative to the repository's root, each with what it holds now. */
-export const GENERATED_FILES: readonly { file: string; render: () => Promise<string> }[] = [
+/**
+ * The files written, relative to the repository's root, each with what it holds now (undefined: nothing
+ * to write under that root). The admin guide's table of error explanations is written by the same script.
+ */
+export const GENERATED_FILES: readonly {
+  file: string;
+  render: (root: string) => Promise<string | undefined>;
+}[] = [
   { file: path.join('docs', 'configuration.md'), render: renderReference },
   { file: '.env.example', render: async () => renderEnvExample() },
+  { file: ADMIN_GUIDE, render: renderAdminGuide },
 ];
 
 const WRITTEN_BY =

@@ -15,7 +15,8 @@ async function main(args: string[]): Promise<void> {
   const stale: string[] = [];
   for (const { file, render } of GENERATED_FILES) {
     const full = path.join(root, file);
-    const text = await render();
+    const text = await render(root);
+    if (text === undefined) continue;
     if (!check) {
       writeFileSync(full, text);
       process.stdout.write(`wrote ${file}\n`);

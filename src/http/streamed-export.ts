@@ -20,11 +20,16 @@ export const EXPORT_DESCRIPTION =
   'database connection is lost, is cut short: the response lacks its last lines and ends without the ' +
   'final chunk (curl reports an error); run it again.';
 
+/** A CSV column: a field of the record, or a named cell taken from it (a nested object's field). */
+export type CsvColumn<T> = (keyof T & string) | { name: string; cell: (record: T) => Cell };
+
 /** What one admin list exports: its records' name in log lines, and its CSV columns in order. */
 export interface ExportShape<T> {
   what: string;
-  csvColumns: readonly (keyof T & string)[];
+  csvColumns: readonly CsvColumn<T>[];
 }
+
+const columnName = <T>(column: CsvColumn<T>) => (typeof column === 'string' ? column : column.name);
 
 /** The export the request asks for; undefined when it asks for a JSON page. */
 function requestedExport(req: Request): ExportFormat | undefined {
@@ -47,11 +52,14 @@ function csvField(value: Cell): string {
   return NEEDS_QUOTES.test(neutralised) ? `"${neutralised.replace(/"/g, '""')}"` : neutralised;
 }
 
-const csvHeader = (columns: readonly string[]) => `${columns.join(',')}\n`;
+const csvHeader = <T>(columns: readonly CsvColumn<T>[]) => `${columns.map(columnName).join(',')}\n`;
 
 function encoderOf<T>(shape: ExportShape<T>, format: ExportFormat): (record: T) => string {
   if (format === 'application/x-ndjson') return (record) => `${JSON.stringify(record)}\n`;
-  return (record) => `${shape.csvColumns.map((column) => csvField(record[column] as Cell)).join(',')}\n`;
+  const cells = shape.csvColumns.map((column) =>
+    typeof column === 'string' ? (record: T) => record[column] as Cell : column.cell,
+  );
+  return (record) => `${cells.map((cell) => csvField(cell(record))).join(',')}\n`;
 }
 
 /** The document's examples of both exports of one record. */

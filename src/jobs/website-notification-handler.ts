@@ -2,6 +2,11 @@ import { signWebhook } from '../crypto/standard-webhooks';
 import type { Logger } from '../observability/logger';
 import type { ServiceMetrics } from '../observability/metrics';
 import type { OutboxLease } from '../repository/outbox-repository';
+import {
+  websiteAnswerFailure,
+  websiteTimeoutFailure,
+  websiteUnreachableFailure,
+} from '../vocabulary/outbox-failures';
 import type { AttemptOutcome, OutboxHandler, RowState } from './outbox-worker';
 
 export interface WebsiteNotificationSettings {
@@ -83,7 +88,7 @@ export class WebsiteNotificationHandler implements OutboxHandler {
     await response.body?.cancel().catch(() => undefined);
     const status = response.status;
     if (status >= 200 && status < 300) return { done: true, status };
-    const error = `HTTP ${status}${status >= 300 && status < 400 ? ' (a redirect; never followed)' : ''}`;
+    const error = websiteAnswerFailure(status);
     if (status === 410) return { done: false, error, status, retryInSeconds: 0, giveUp: { now: true } };
     const retryAfter =
       status === 429 || status === 503 ? parseRetryAfter(response.headers.get('retry-after')) : undefined;
@@ -142,10 +147,7 @@ export class WebsiteNotificationHandler implements OutboxHandler {
 }
 
 function describeFetchFailure(error: unknown, timeoutMs = DEFAULT_TIMEOUT_MS): string {
-  if (error instanceof DOMException && error.name === 'TimeoutError') {
-    return `no answer within ${timeoutMs / 1000} s`;
-  }
+  if (error instanceof DOMException && error.name === 'TimeoutError') return websiteTimeoutFailure(timeoutMs);
   const cause = (error as { cause?: { code?: unknown } }).cause;
-  const code = typeof cause?.code === 'string' ? cause.code : undefined;
-  return `could not reach the website${code ? ` (${code})` : ''}`;
+  return websiteUnreachableFailure(typeof cause?.code === 'string' ? cause.code : undefined);
 }

@@ -1,7 +1,7 @@
 import type { BankAccount } from '../vocabulary/bank-account';
 import type { ConnectionStatus } from '../vocabulary/connection-statuses';
 import type { ProviderName } from '../vocabulary/providers';
-import { declareKeysetList } from './filtered-query';
+import { INSTITUTION_NAME_CONTAINS, declareKeysetList } from './filtered-query';
 import type { Queryable } from './queryable';
 
 const ACCOUNT_FIELDS = `a.provider_account_id AS "providerAccountId", a.name, a.official_name AS "officialName",
@@ -91,6 +91,8 @@ export interface AccountFilters {
   itemId?: string | undefined;
   providerAccountId?: string | undefined;
   institutionId?: string | undefined;
+  /** Contained in the institution's name, in any case (see containsPattern). */
+  institutionName?: string | undefined;
   appName?: string | undefined;
   type?: string | undefined;
   createdAfter?: Date | undefined;
@@ -141,6 +143,7 @@ export const adminAccountList = declareKeysetList<AccountFilters, AdminAccountRo
     itemId: 'c.provider_item_id = ?',
     providerAccountId: 'a.provider_account_id = ?',
     institutionId: 'c.institution_id = ?',
+    institutionName: INSTITUTION_NAME_CONTAINS,
     appName: 'c.app_name = ?',
     type: 'a.type = ?',
     createdAfter: 'a.created_at >= ?',

@@ -2,7 +2,7 @@ import type { Connection, ConnectionHealth } from '../domain/connections/connect
 import type { BankAccount } from '../vocabulary/bank-account';
 import type { ConnectionStatus } from '../vocabulary/connection-statuses';
 import type { ProviderName } from '../vocabulary/providers';
-import { declareKeysetList } from './filtered-query';
+import { INSTITUTION_NAME_CONTAINS, declareKeysetList } from './filtered-query';
 import type { Queryable } from './queryable';
 
 /** The columns of a connection, named as the domain's `Connection` names them: the row read as one. */
@@ -211,6 +211,8 @@ export interface ConnectionFilters {
   subscriptionUserId?: string | undefined;
   itemId?: string | undefined;
   institutionId?: string | undefined;
+  /** Contained in the institution's name, in any case (see containsPattern). */
+  institutionName?: string | undefined;
   appName?: string | undefined;
   status?: ConnectionStatus | undefined;
   createdAfter?: Date | undefined;
@@ -253,6 +255,7 @@ export const adminConnectionList = declareKeysetList<ConnectionFilters, AdminCon
     subscriptionUserId: 'c.subscription_user_id = ?',
     itemId: 'c.provider_item_id = ?',
     institutionId: 'c.institution_id = ?',
+    institutionName: INSTITUTION_NAME_CONTAINS,
     appName: 'c.app_name = ?',
     status: 'c.status = ?',
     createdAfter: 'c.created_at >= ?',

@@ -33,13 +33,38 @@ class FilteredQuery {
 }
 
 /**
+ * `text` as a LIKE pattern that matches any value containing it: its own `%`, `_` and `\` (LIKE's escape
+ * character) are escaped, so that a user's text is only ever matched literally.
+ */
+export function containsPattern(text: string): string {
+  return `%${text.replace(/[\\%_]/g, (character) => `\\${character}`)}%`;
+}
+
+/** A filter whose value the clause takes as something else than it is given (a pattern built from it). */
+interface MappedFilter {
+  clause: string;
+  value: (given: never) => unknown;
+}
+
+/**
+ * The institution's name containing the given text, in any case: ILIKE on a pattern built by
+ * containsPattern, which the trigram index connections_institution_name_trgm_idx serves (each statement is
+ * planned with its values, so the planner sees the pattern).
+ */
+export const INSTITUTION_NAME_CONTAINS: MappedFilter = {
+  clause: 'c.institution_name ILIKE ?',
+  value: containsPattern,
+};
+
+/**
  * An admin list's query, declared once: its SELECT, the key its pages follow (ascending), and each
- * filter's clause (one `?` for the value), in the order they join the WHERE. Every filter has one.
+ * filter's clause (one `?` for the value), in the order they join the WHERE. Every filter has one; a
+ * mapped one also says what its clause is given for the value.
  */
 export interface KeysetListQuery<Filters> {
   select: string;
   key: string;
-  filters: { readonly [Name in keyof Required<Filters>]: string };
+  filters: { readonly [Name in keyof Required<Filters>]: string | MappedFilter };
 }
 
 /** An admin list's rows: a keyset page, or every matching row for an export. */
@@ -55,7 +80,10 @@ export function declareKeysetList<Filters, Row>(list: KeysetListQuery<Filters>):
   const queryOf = (filters: Filters, afterId: string | undefined, limit: number | undefined) => {
     const query = new FilteredQuery().where(`${list.key} > ?`, afterId);
     for (const name of Object.keys(list.filters) as (keyof Filters)[]) {
-      query.where(list.filters[name], filters[name]);
+      const filter = list.filters[name];
+      const given = filters[name];
+      if (typeof filter === 'string') query.where(filter, given);
+      else query.where(filter.clause, given === undefined ? undefined : filter.value(given as never));
     }
     return query.build(list.select, list.key, limit);
   };

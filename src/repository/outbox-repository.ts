@@ -268,10 +268,26 @@ export interface OutboxListRow {
   completed_at: Date | null;
 }
 
+/** What an admin list of outbox rows narrows to, beside the kinds and the state. */
+export interface OutboxFilters {
+  subscriptionUserId?: string | undefined;
+  itemId?: string | undefined;
+}
+
+/**
+ * Each filter's clause (one `?` for the value), joined only when set, so that each combination gets a plan
+ * of its own: one user's or one Item's rows are found by their own index (migration admin-filter-indexes)
+ * rather than by walking a state's range.
+ */
+const OUTBOX_FILTER_CLAUSES: { readonly [Name in keyof Required<OutboxFilters>]: string } = {
+  subscriptionUserId: 'subscription_user_id = ?',
+  itemId: 'provider_item_id = ?',
+};
+
 /**
  * Keyset pages of some kinds' rows in one state, oldest first. Each kind's rows are one range of the
  * (kind, state, id) index, read up to the page's size and merged: a deep page of several kinds costs
- * what a first one does.
+ * what a first one does. A user's or an Item's filter joins each kind's WHERE.
  */
 export async function listOutboxPage(
   db: Queryable,
@@ -280,8 +296,15 @@ export async function listOutboxPage(
     state: 'pending' | 'done' | 'dead';
     afterId?: string | undefined;
     limit: number;
-  },
+  } & OutboxFilters,
 ): Promise<OutboxListRow[]> {
+  const values: unknown[] = [filter.kinds, filter.state, filter.afterId ?? null, filter.limit];
+  let narrowed = '';
+  for (const name of Object.keys(OUTBOX_FILTER_CLAUSES) as (keyof OutboxFilters)[]) {
+    if (filter[name] === undefined) continue;
+    values.push(filter[name]);
+    narrowed += ` AND ${OUTBOX_FILTER_CLAUSES[name].replace('?', `$${values.length}`)}`;
+  }
   const { rows } = await db.query<OutboxListRow>(
     `SELECT o.* FROM unnest($1::text[]) AS listed (kind)
        CROSS JOIN LATERAL (
@@ -289,10 +312,10 @@ export async function listOutboxPage(
                 provider, subscription_user_id, state, attempts, last_status, last_error, next_attempt_at,
                 created_at, completed_at
            FROM outbox
-          WHERE kind = listed.kind AND state = $2 AND ($3::bigint IS NULL OR id > $3::bigint)
+          WHERE kind = listed.kind AND state = $2 AND ($3::bigint IS NULL OR id > $3::bigint)${narrowed}
           ORDER BY id LIMIT $4) o
       ORDER BY o.id LIMIT $4`,
-    [filter.kinds, filter.state, filter.afterId ?? null, filter.limit],
+    values,
   );
   return rows;
 }

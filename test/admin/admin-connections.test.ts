@@ -29,7 +29,7 @@ const ISO = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/;
 const CSV_HEADER =
   'item_id,subscription_user_id,app_name,institution_id,institution_name,status,error_code,' +
   'consent_expiration_time,disconnect_reason,disconnect_time,new_accounts_available,accounts,created_at,' +
-  'updated_at,last_webhook_at,provider';
+  'updated_at,last_webhook_at,provider,error_message,error_suggested_action';
 
 async function waitFor<T>(what: string, read: () => Promise<T>, done: (value: T) => boolean): Promise<T> {
   const deadline = Date.now() + 10_000;
@@ -84,6 +84,7 @@ describe('GET /admin/connections and GET /admin/connections/{item_id}', () => {
       institution_name: 'First Platypus Bank',
       status: 'good',
       error_code: null,
+      error_explanation: null,
       consent_expiration_time: null,
       disconnect_reason: null,
       disconnect_time: null,
@@ -321,7 +322,7 @@ describe('GET /admin/connections and GET /admin/connections/{item_id}', () => {
     expect(lines[1]).toMatch(
       new RegExp(
         `^${items.aliceTartan},${users.alice},"Savings, ""Pro""",ins_109511,Tartan Bank,good,,,,,false,12,` +
-          `[^,]+Z,[^,]+Z,[^,]+Z,plaid$`,
+          `[^,]+Z,[^,]+Z,[^,]+Z,plaid,,$`,
       ),
     );
   });
@@ -436,6 +437,11 @@ describe('GET /admin/connections and GET /admin/connections/{item_id}', () => {
           attempts: row!.attempts,
           last_status: 500,
           last_error: 'INTERNAL_SERVER_ERROR: an unexpected error occurred',
+          error_code: 'INTERNAL_SERVER_ERROR',
+          error_explanation: {
+            message: 'The aggregator had an internal failure; the user did nothing wrong.',
+            suggested_action: expect.stringContaining('the service retries'),
+          },
           next_attempt_at: (row!.next_attempt_at as Date).toISOString(),
           created_at: (row!.created_at as Date).toISOString(),
         });

@@ -150,7 +150,7 @@ describe('the provider in connection answers and the admin views', () => {
     },
   );
 
-  it('when Teller connections are exported, then NDJSON records and CSV rows carry the provider, the CSV in its last column', async () => {
+  it('when Teller connections are exported, then NDJSON records and CSV rows carry the provider, the CSV in the column after last_webhook_at', async () => {
     const ndjson = await listAdminConnections(
       service,
       { provider: 'teller' },
@@ -167,9 +167,10 @@ describe('the provider in connection answers and the admin views', () => {
       tellers.map((teller) => [teller.enrollmentId, 'teller']),
     );
     const [header, ...rows] = csv.text.trimEnd().split('\n');
-    expect(header!.endsWith(',last_webhook_at,provider')).toBe(true);
+    // The explanation's two columns came after the provider's.
+    expect(header!.endsWith(',last_webhook_at,provider,error_message,error_suggested_action')).toBe(true);
     expect(rows).toHaveLength(2);
-    expect(rows.every((row) => row.endsWith(',teller'))).toBe(true);
+    expect(rows.every((row) => row.endsWith(',teller,,'))).toBe(true);
     const [accountsHeader, ...accountRows] = accountsCsv.text.trimEnd().split('\n');
     expect(accountsHeader!.endsWith(',status,item_id,provider')).toBe(true);
     expect(accountRows).toHaveLength(6);

@@ -1,3 +1,4 @@
+import { explanationOf } from '../../src/vocabulary/error-explanations';
 import { execFile } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { promisify } from 'node:util';
@@ -111,6 +112,7 @@ describe('reconciliation', () => {
           now: 'error',
           reason: 'item_not_found',
           error_code: 'ITEM_NOT_FOUND',
+          error_explanation: explanationOf('ITEM_NOT_FOUND'),
         },
         {
           item_id: loginRequired!.itemId,
@@ -120,6 +122,7 @@ describe('reconciliation', () => {
           now: 'login_required',
           reason: 'item_error',
           error_code: 'ITEM_LOGIN_REQUIRED',
+          error_explanation: explanationOf('ITEM_LOGIN_REQUIRED'),
         },
       ],
     });

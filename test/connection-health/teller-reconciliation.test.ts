@@ -1,3 +1,4 @@
+import { explanationOf } from '../../src/vocabulary/error-explanations';
 import { plaidClient } from 'test-kit';
 import { newWebhookSecret } from '../support/notifications';
 import { connectInstitution, finishedReconciliation, startReconciliation } from '../support/requests';
@@ -71,6 +72,7 @@ describe('reconciliation of Teller connections', () => {
           now: 'login_required',
           reason: 'item_error',
           error_code: 'enrollment.disconnected.credentials_invalid',
+          error_explanation: explanationOf('enrollment.disconnected.credentials_invalid'),
         },
         {
           item_id: revoked.enrollmentId,
@@ -80,6 +82,7 @@ describe('reconciliation of Teller connections', () => {
           now: 'error',
           reason: 'item_not_found',
           error_code: 'ITEM_NOT_FOUND',
+          error_explanation: explanationOf('ITEM_NOT_FOUND'),
         },
         expect.objectContaining({
           item_id: plaidConnection.itemId,
@@ -152,6 +155,7 @@ describe('reconciliation of Teller connections', () => {
         now: 'good',
         reason: 'item_healthy',
         error_code: null,
+        error_explanation: explanationOf(null),
       },
     ]);
     expect(await healthOfItem(service, connection.enrollmentId)).toEqual({
@@ -177,6 +181,7 @@ describe('reconciliation of Teller connections', () => {
         now: 'good',
         reason: 'check_failed',
         error_code: 'bad_gateway',
+        error_explanation: explanationOf('bad_gateway'),
       },
     ]);
     expect(await healthOfItem(service, connection.enrollmentId)).toEqual({

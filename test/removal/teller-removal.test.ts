@@ -376,6 +376,9 @@ describe('removals of Teller connections', () => {
         attempts: 2,
         last_status: 502,
         last_error: expect.any(String),
+        // Teller's code for its 502 as the emulator names it (Teller documents the status, not a code).
+        error_code: expect.any(String),
+        error_explanation: { message: expect.any(String), suggested_action: expect.any(String) },
         next_attempt_at: null,
         created_at: expect.any(String),
         completed_at: null,

@@ -68,6 +68,7 @@ export const listAdminAccounts = defineEndpoint({
       itemId: query.item_id,
       providerAccountId: query.provider_account_id,
       institutionId: query.institution_id,
+      institutionName: query.institution_name,
       appName: query.app_name,
       type: query.type,
       createdAfter: query.created_after,

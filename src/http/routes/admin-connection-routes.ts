@@ -1,4 +1,6 @@
 import type { AdminConnection, ConnectionFilters } from '../../use-cases/admin-views/admin-connections';
+import { explanationOf } from '../../vocabulary/error-explanations';
+import { explainOutboxFailure } from '../../vocabulary/outbox-failures';
 import { defineEndpoint } from '../endpoint-declaration';
 import {
   EXAMPLE_ADMIN_ACCOUNT,
@@ -30,6 +32,12 @@ const CONNECTION_EXPORT: ExportShape<AdminConnection> = {
     'last_webhook_at',
     // Came later: last, so that existing columns keep their places.
     'provider',
+    // `error_explanation`, flattened: a CSV cell holds no object.
+    { name: 'error_message', cell: (connection) => connection.error_explanation?.message ?? null },
+    {
+      name: 'error_suggested_action',
+      cell: (connection) => connection.error_explanation?.suggested_action ?? null,
+    },
   ],
 };
 
@@ -41,6 +49,7 @@ const EXAMPLE_CONNECTION: AdminConnection = {
   institution_name: 'First Platypus Bank',
   status: 'login_required',
   error_code: 'ITEM_LOGIN_REQUIRED',
+  error_explanation: explanationOf('ITEM_LOGIN_REQUIRED'),
   consent_expiration_time: null,
   disconnect_reason: null,
   disconnect_time: null,
@@ -90,6 +99,7 @@ export const listAdminConnections = defineEndpoint({
       subscriptionUserId: query.subscription_user_id,
       itemId: query.item_id,
       institutionId: query.institution_id,
+      institutionName: query.institution_name,
       appName: query.app_name,
       status: query.status,
       createdAfter: query.created_after,
@@ -187,6 +197,7 @@ export const getAdminConnection = defineEndpoint({
             attempts: 3,
             last_status: 500,
             last_error: 'INTERNAL_SERVER_ERROR: an unexpected error occurred',
+            ...explainOutboxFailure('INTERNAL_SERVER_ERROR: an unexpected error occurred'),
             next_attempt_at: '2026-11-24T12:04:00.000Z',
             created_at: '2026-11-24T12:00:00.000Z',
           },

@@ -1,10 +1,11 @@
+import { explainOutboxFailure } from '../../vocabulary/outbox-failures';
 import { defineEndpoint } from '../endpoint-declaration';
 import {
   adminNotificationsQuery,
   adminNotificationsResponse,
   redeliverNotificationsBody,
   redeliverNotificationsResponse,
-} from '../schemas/admin-schemas';
+} from '../schemas/admin-outbox-schemas';
 
 export const listAdminNotifications = defineEndpoint({
   operationId: 'listAdminNotifications',
@@ -19,7 +20,11 @@ export const listAdminNotifications = defineEndpoint({
     'website’s last answer in `last_status` and `last_error`, when the next attempt is due), `failed` ' +
     '(the retry schedule ran out, or the website answered `410 Gone`), or `delivered` (kept 30 days). ' +
     '`id` is the outbox id (`outbox_id` in log lines); the body itself is not shown (the website has it; ' +
-    'it never holds a token).',
+    'it never holds a token). `error_code` names what `last_error` says (`WEBSITE_FAILED`, ' +
+    '`WEBSITE_REJECTED`, `WEBSITE_GONE`, `WEBSITE_REDIRECTED`, `WEBSITE_TIMEOUT`, `WEBSITE_UNREACHABLE`), and ' +
+    '`error_explanation` says it in plain words with what to do next (both null without an error). ' +
+    '`subscription_user_id` and `item_id` narrow the list to one user’s or one Item’s notifications (with ' +
+    'the state; an empty value is `400 VALIDATION_FAILED`).',
   query: { schema: adminNotificationsQuery },
   response: {
     description: 'A page of notifications',
@@ -38,6 +43,7 @@ export const listAdminNotifications = defineEndpoint({
               attempts: 10,
               last_status: 500,
               last_error: 'HTTP 500',
+              ...explainOutboxFailure('HTTP 500'),
               next_attempt_at: null,
               created_at: '2026-11-19T02:13:13.177Z',
               delivered_at: null,
@@ -51,7 +57,11 @@ export const listAdminNotifications = defineEndpoint({
   errors: ['DATABASE_UNAVAILABLE'],
   rateLimit: 'per-admin-secret',
   handle: ({ query }, { useCases }) =>
-    useCases.adminOutbox.listNotifications(query.state, query.cursor, query.limit),
+    useCases.adminOutbox.listNotifications(
+      { state: query.state, subscriptionUserId: query.subscription_user_id, itemId: query.item_id },
+      query.cursor,
+      query.limit,
+    ),
 });
 
 export const redeliverNotifications = defineEndpoint({

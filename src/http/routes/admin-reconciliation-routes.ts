@@ -5,6 +5,7 @@ import {
   type ReconciliationRun,
   type ReconciliationRunSummary,
 } from '../../use-cases/reconciliation/reconcile-connections';
+import { explanationOf } from '../../vocabulary/error-explanations';
 import { defineEndpoint } from '../endpoint-declaration';
 import {
   MAX_FAILURE_LENGTH,
@@ -22,6 +23,7 @@ import {
   wireTimestamp,
   z,
 } from '../schemas/common-schemas';
+import { errorExplanationField } from '../schemas/error-explanation-schemas';
 
 const runId = () =>
   runIdSchema('The run, as `POST /admin/reconcile` answered it.', '3b241101-e2bb-4255-8caf-4136c566a962');
@@ -46,6 +48,7 @@ const differenceSchema = z
       description:
         "Plaid's error code for `item_error` and `item_not_found`; for `check_failed`, what failed.",
     }),
+    error_explanation: errorExplanationField('`error_code`'),
   })
   .openapi('ReconciliationDifference');
 
@@ -159,6 +162,7 @@ export const getReconciliation = defineEndpoint({
               now: 'error',
               reason: 'item_not_found',
               error_code: 'ITEM_NOT_FOUND',
+              error_explanation: explanationOf('ITEM_NOT_FOUND'),
             },
           ],
         },
@@ -262,6 +266,7 @@ function toWireRun(run: ReconciliationRun) {
     differences: run.differences.map((difference) => ({
       ...toStoredDifference(difference),
       reason: difference.reason,
+      error_explanation: explanationOf(difference.errorCode),
     })),
   };
 }

@@ -1,5 +1,7 @@
+import { explainOutboxFailure } from '../../vocabulary/outbox-failures';
 import { defineEndpoint } from '../endpoint-declaration';
-import { adminRemovalsQuery, adminRemovalsResponse, outboxIds } from '../schemas/admin-schemas';
+import { adminRemovalsQuery, adminRemovalsResponse } from '../schemas/admin-outbox-schemas';
+import { outboxIds } from '../schemas/admin-schemas';
 import { count, z } from '../schemas/common-schemas';
 
 /** Closed, as every body is: a misspelt `ids` must not quietly retry every dead removal. */
@@ -70,7 +72,10 @@ export const listAdminRemovals = defineEndpoint({
     '`OUTBOX_RETRY_HORIZON_HOURS`; the Item stays billed until `POST /admin/removals/retry-dead`), or ' +
     '`done`. `last_error` keeps the last cause Plaid gave: attempts refused while the worker’s circuit ' +
     'breaker was open do not overwrite it. `subscription_user_id` is null only for removals queued before ' +
-    'it was recorded. Never a token.\n\n' +
+    'it was recorded. Never a token. `error_code` is the code `last_error` starts with, and ' +
+    '`error_explanation` says it in plain words with what to do next (both null without an error). ' +
+    '`subscription_user_id` and `item_id` narrow the list to one user’s or one Item’s removals (with the ' +
+    'state; an empty value is `400 VALIDATION_FAILED`).\n\n' +
     'A removal is of a whole Item (`provider_account_id: null`): Plaid’s `/item/remove`, or, for ' +
     '`provider: teller`, Teller’s `DELETE /accounts`, which revokes the enrollment; or of one Teller ' +
     'account (`provider_account_id` set, `reason: account_removed`): Teller’s `DELETE /accounts/{id}`, queued ' +
@@ -95,6 +100,7 @@ export const listAdminRemovals = defineEndpoint({
               attempts: 3,
               last_status: 500,
               last_error: 'INTERNAL_SERVER_ERROR: an unexpected error occurred',
+              ...explainOutboxFailure('INTERNAL_SERVER_ERROR: an unexpected error occurred'),
               next_attempt_at: '2026-11-22T02:15:00.000Z',
               created_at: '2026-11-22T02:13:13.177Z',
               completed_at: null,
@@ -118,6 +124,7 @@ export const listAdminRemovals = defineEndpoint({
               attempts: 2,
               last_status: 502,
               last_error: 'bad_gateway: the institution did not answer',
+              ...explainOutboxFailure('bad_gateway: the institution did not answer'),
               next_attempt_at: '2026-11-22T02:14:10.000Z',
               created_at: '2026-11-22T02:13:13.177Z',
               completed_at: null,
@@ -133,5 +140,9 @@ export const listAdminRemovals = defineEndpoint({
   errors: ['DATABASE_UNAVAILABLE'],
   rateLimit: 'per-admin-secret',
   handle: ({ query }, { useCases }) =>
-    useCases.adminOutbox.listRemovals(query.state, query.cursor, query.limit),
+    useCases.adminOutbox.listRemovals(
+      { state: query.state, subscriptionUserId: query.subscription_user_id, itemId: query.item_id },
+      query.cursor,
+      query.limit,
+    ),
 });

@@ -1,7 +1,6 @@
 import { OUTBOX_ID_PATTERN, isOutboxId } from '../../use-cases/retry-dead-removals';
 import { CONNECTION_STATUSES } from '../../vocabulary/connection-statuses';
 import { EVENT_KINDS } from '../../vocabulary/event-kinds';
-import { NOTIFICATION_TYPES } from '../../vocabulary/notification-types';
 import { PROVIDERS } from '../../vocabulary/providers';
 import { REMOVAL_REASONS } from '../../vocabulary/removal-reasons';
 import {
@@ -19,6 +18,7 @@ import {
   wireTimestamp,
   z,
 } from './common-schemas';
+import { errorExplanationField, outboxErrorCode } from './error-explanation-schemas';
 
 /** The admin views' query and response shapes. */
 
@@ -111,16 +111,36 @@ export const nextCursor = (characters: number) =>
     .nullable()
     .openapi({ pattern: `^[A-Za-z0-9_-]{${characters}}$`, description: 'Null on the last page.' });
 
-const filter = (example: string, description?: string) =>
+/** An optional filter on an id or a name (at least one character). */
+export const filter = (example: string, description?: string) =>
   text(MAX_ID_LENGTH, 1)
     .optional()
     .openapi({ example, ...(description ? { description } : {}) });
+
+/**
+ * The shortest text the name filter takes: its trigram index narrows nothing for fewer characters (a text
+ * of two read the whole index, then every connection: 390 ms at 154k connections, bench/README.md).
+ */
+const MIN_INSTITUTION_NAME_FILTER = 3;
+
+/** The institution's name, as support staff type part of it. */
+const institutionNameFilter = text(MAX_NAME_LENGTH, MIN_INSTITUTION_NAME_FILTER)
+  .optional()
+  .openapi({
+    description:
+      'Only connections whose institution name contains this text, in any case (`platypus` finds ' +
+      '"First Platypus Bank"); `%` and `_` are plain characters. From ' +
+      `${MIN_INSTITUTION_NAME_FILTER} characters (a trigram index serves it); a shorter text is ` +
+      '`400 VALIDATION_FAILED`.',
+    example: 'platypus',
+  });
 
 /** The filters the accounts and the connections lists share, each on the connection. */
 const connectionFilters = {
   subscription_user_id: filter('user-42'),
   item_id: filter('DWVAAPWq4RHGlEaNyGKRTAnPLaEmo8Cvq7na6', "Plaid's id of the connection (the Item)."),
   institution_id: filter('ins_109508'),
+  institution_name: institutionNameFilter,
   app_name: filter('Budget App'),
   // The enum itself, not the Provider component: a query parameter's schema carries its own example.
   provider: z.enum(PROVIDERS).optional().openapi({
@@ -213,7 +233,8 @@ export const adminConnectionSchema = z
     status: connectionStatusSchema,
     error_code: wireText(MAX_CODE_LENGTH)
       .nullable()
-      .openapi({ description: "Plaid's error code for `error` and `login_required`." }),
+      .openapi({ description: "The provider's error code for `error` and `login_required`." }),
+    error_explanation: errorExplanationField('`error_code`'),
     consent_expiration_time: wireTimestamp().nullable(),
     disconnect_reason: wireText(MAX_CODE_LENGTH).nullable(),
     disconnect_time: wireTimestamp().nullable(),
@@ -289,6 +310,8 @@ export const adminConnectionView = z
         last_error: wireText(MAX_FAILURE_LENGTH).nullable().openapi({
           description: "What the last attempt met: Plaid's error code and message, or the service's.",
         }),
+        error_code: outboxErrorCode(),
+        error_explanation: errorExplanationField('`last_error`'),
         next_attempt_at: wireTimestamp(),
         created_at: wireTimestamp().openapi({ description: 'When the retry horizon started.' }),
       })
@@ -296,97 +319,3 @@ export const adminConnectionView = z
       .openapi({ description: "The Item's removal at Plaid while it is pending or dead; null otherwise." }),
   })
   .openapi('AdminConnectionView');
-
-const outboxRowFields = {
-  id: wireText(19).openapi({ description: 'The outbox id (as `outbox_id` in log lines).', example: '42' }),
-  item_id: wireText(MAX_ID_LENGTH).openapi({ description: "The Item's id at Plaid." }),
-  subscription_user_id: wireText(MAX_ID_LENGTH).nullable(),
-  attempts: count(),
-  last_status: z
-    .number()
-    .int()
-    .min(100)
-    .max(599)
-    .nullable()
-    .openapi({ format: 'int32', description: 'The HTTP status the last attempt got, if it got one.' }),
-  last_error: wireText(512).nullable(),
-  next_attempt_at: wireTimestamp()
-    .nullable()
-    .openapi({ description: 'When the next attempt is due (pending only).' }),
-  created_at: wireTimestamp(),
-};
-
-export const adminNotificationsQuery = z
-  .object({
-    state: z.enum(['pending', 'failed', 'delivered']).openapi({ example: 'failed' }),
-    ...pageQueryFields,
-  })
-  .strict();
-
-export const adminNotificationsResponse = z
-  .object({
-    notifications: z
-      .array(
-        z
-          .object({
-            ...outboxRowFields,
-            type: z.enum(NOTIFICATION_TYPES),
-            state: z.enum(['pending', 'failed', 'delivered']),
-            delivered_at: wireTimestamp().nullable(),
-          })
-          .openapi('AdminNotification'),
-      )
-      .max(1000),
-    next_cursor: nextCursor(32),
-  })
-  .openapi('AdminNotificationsPage');
-
-export const redeliverNotificationsBody = z
-  .object({
-    ids: outboxIds(
-      'Only these notifications (failed or delivered ones); without it, every failed notification.',
-      'A notification’s `id`, as `GET /admin/notifications` lists it.',
-    ),
-  })
-  .strict()
-  .openapi('RedeliverNotificationsRequest');
-
-export const redeliverNotificationsResponse = z
-  .object({
-    redelivered: count().openapi({ description: 'Notifications handed back to the worker.' }),
-  })
-  .openapi('RedeliverNotificationsResponse');
-
-export const adminRemovalsQuery = z
-  .object({
-    state: z.enum(['pending', 'dead', 'done']).openapi({ example: 'pending' }),
-    ...pageQueryFields,
-  })
-  .strict();
-
-export const adminRemovalsResponse = z
-  .object({
-    removals: z
-      .array(
-        z
-          .object({
-            ...outboxRowFields,
-            reason: z.enum(REMOVAL_REASONS),
-            state: z.enum(['pending', 'dead', 'done']),
-            completed_at: wireTimestamp().nullable(),
-            provider: providerSchema.openapi({ description: 'Where the removal is made.' }),
-            provider_account_id: wireText(MAX_ID_LENGTH)
-              .nullable()
-              .openapi({
-                description:
-                  'The account removed on its own at the provider (Teller’s `DELETE /accounts/{id}`, when ' +
-                  'the website removed one account of a Teller connection that keeps others); null for the ' +
-                  'removal of a whole Item (Plaid’s `/item/remove`, Teller’s `DELETE /accounts`).',
-              }),
-          })
-          .openapi('AdminRemoval'),
-      )
-      .max(1000),
-    next_cursor: nextCursor(32),
-  })
-  .openapi('AdminRemovalsPage');

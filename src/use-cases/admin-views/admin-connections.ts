@@ -8,6 +8,8 @@ import {
 } from '../../repository/connections-repository';
 import { listEventsOfItem, type ItemEventRow } from '../../repository/events-repository';
 import { findUnfinishedItemRemoval, type UnfinishedItemRemoval } from '../../repository/outbox-repository';
+import { explanationOf, type ErrorExplanation } from '../../vocabulary/error-explanations';
+import { explainOutboxFailure } from '../../vocabulary/outbox-failures';
 import { toAdminAccount, type AdminAccount } from './admin-accounts';
 import { AdminList, type AdminListParts } from './admin-list';
 
@@ -30,6 +32,7 @@ export type AdminConnection = Omit<AdminConnectionRow, 'id' | Timestamps> & {
   created_at: string;
   updated_at: string;
   last_webhook_at: string | null;
+  error_explanation: ErrorExplanation | null;
 };
 
 function toAdminConnection(row: AdminConnectionRow): AdminConnection {
@@ -41,6 +44,7 @@ function toAdminConnection(row: AdminConnectionRow): AdminConnection {
     institution_name: row.institution_name,
     status: row.status,
     error_code: row.error_code,
+    error_explanation: explanationOf(row.error_code),
     consent_expiration_time: iso(row.consent_expiration_time),
     disconnect_reason: row.disconnect_reason,
     disconnect_time: iso(row.disconnect_time),
@@ -55,10 +59,11 @@ function toAdminConnection(row: AdminConnectionRow): AdminConnection {
 
 export type ItemEvent = Omit<ItemEventRow, 'occurred_at'> & { occurred_at: string };
 
-export type ItemRemoval = Omit<UnfinishedItemRemoval, 'next_attempt_at' | 'created_at'> & {
-  next_attempt_at: string;
-  created_at: string;
-};
+export type ItemRemoval = Omit<UnfinishedItemRemoval, 'next_attempt_at' | 'created_at'> &
+  ReturnType<typeof explainOutboxFailure> & {
+    next_attempt_at: string;
+    created_at: string;
+  };
 
 /** Everything stored about one Item: its connection (null once removed), accounts, events, removal. */
 export interface ItemView {
@@ -97,6 +102,7 @@ export class AdminConnections extends AdminList<ConnectionFilters, AdminConnecti
       removal: read.removal
         ? {
             ...read.removal,
+            ...explainOutboxFailure(read.removal.last_error),
             next_attempt_at: read.removal.next_attempt_at.toISOString(),
             created_at: read.removal.created_at.toISOString(),
           }

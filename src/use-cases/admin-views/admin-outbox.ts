@@ -4,10 +4,12 @@ import {
   REMOVAL_KINDS,
   listOutboxPage,
   requeueNotifications,
+  type OutboxFilters,
   type OutboxKind,
   type OutboxListRow,
 } from '../../repository/outbox-repository';
 import type { WebsiteNotifications } from '../../domain/connections/connection-notifications';
+import { explainOutboxFailure } from '../../vocabulary/outbox-failures';
 import { readKeysetPage } from './admin-list';
 
 /** The outbox's row states as each view names them. */
@@ -32,6 +34,7 @@ function commonFields(row: OutboxListRow) {
     attempts: row.attempts,
     last_status: row.last_status,
     last_error: row.last_error,
+    ...explainOutboxFailure(row.last_error),
     next_attempt_at: row.state === 'pending' ? row.next_attempt_at.toISOString() : null,
     created_at: row.created_at.toISOString(),
   };
@@ -52,8 +55,17 @@ export class AdminOutbox {
   ) {}
 
   /** Removals of Items and of single accounts, in one list: both are what keeps a provider sharing data. */
-  async listRemovals(state: keyof typeof REMOVAL_STATES, cursor: string | undefined, limit: number) {
-    const { items, nextCursor } = await this.page(REMOVAL_KINDS, REMOVAL_STATES[state], cursor, limit);
+  async listRemovals(
+    { state, ...filters }: { state: keyof typeof REMOVAL_STATES } & OutboxFilters,
+    cursor: string | undefined,
+    limit: number,
+  ) {
+    const { items, nextCursor } = await this.page(
+      REMOVAL_KINDS,
+      { state: REMOVAL_STATES[state], ...filters },
+      cursor,
+      limit,
+    );
     return {
       removals: items.map((row) => ({
         ...commonFields(row),
@@ -68,13 +80,13 @@ export class AdminOutbox {
   }
 
   async listNotifications(
-    state: keyof typeof NOTIFICATION_STATES,
+    { state, ...filters }: { state: keyof typeof NOTIFICATION_STATES } & OutboxFilters,
     cursor: string | undefined,
     limit: number,
   ) {
     const { items, nextCursor } = await this.page(
       ['website_notification'],
-      NOTIFICATION_STATES[state],
+      { state: NOTIFICATION_STATES[state], ...filters },
       cursor,
       limit,
     );
@@ -102,12 +114,17 @@ export class AdminOutbox {
     return requeued.length;
   }
 
-  private page(kinds: readonly OutboxKind[], state: RowState, cursor: string | undefined, limit: number) {
+  private page(
+    kinds: readonly OutboxKind[],
+    filters: { state: RowState } & OutboxFilters,
+    cursor: string | undefined,
+    limit: number,
+  ) {
     return readKeysetPage(
       this.deps.cursorKey,
       cursor,
       limit,
-      (afterId, rows) => listOutboxPage(this.deps.pool, { kinds, state, afterId, limit: rows }),
+      (afterId, rows) => listOutboxPage(this.deps.pool, { kinds, ...filters, afterId, limit: rows }),
       (row) => row,
     );
   }

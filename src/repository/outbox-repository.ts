@@ -298,6 +298,28 @@ export async function listOutboxPage(
 }
 
 /**
+ * The newest `perItem` rows of these kinds about each of these Items (its removals, or the notifications
+ * about it), newest first within each: one range of the outbox's Item index per Item.
+ */
+export async function listOutboxRowsOfItems(
+  db: Queryable,
+  filter: { itemIds: readonly string[]; kinds: readonly OutboxKind[]; perItem: number },
+): Promise<OutboxListRow[]> {
+  const { rows } = await db.query<OutboxListRow>(
+    `SELECT o.* FROM unnest($1::text[]) AS listed (item_id)
+       CROSS JOIN LATERAL (
+         SELECT id, reason, notification_type AS type, provider_item_id AS item_id, provider_account_id,
+                provider, subscription_user_id, state, attempts, last_status, last_error, next_attempt_at,
+                created_at, completed_at
+           FROM outbox
+          WHERE provider_item_id = listed.item_id AND kind = ANY($2::text[])
+          ORDER BY id DESC LIMIT $3) o`,
+    [filter.itemIds, filter.kinds, filter.perItem],
+  );
+  return rows;
+}
+
+/**
  * Sends notifications again: those of `ids` that failed or were delivered (one already pending is on
  * its way), or every failed one without ids. Each starts the retry schedule afresh, due now, with its
  * `webhook-id` and body unchanged (the website's deduplication sees the same message). Returns the ids.

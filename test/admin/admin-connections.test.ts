@@ -421,7 +421,7 @@ describe('GET /admin/connections and GET /admin/connections/{item_id}', () => {
           accounts_removed: 11,
           source: 'POST /remove-institution',
           provider: 'plaid',
-          institution_name: 'First Platypus Bank',
+          institution_name: 'First Gingham Credit Union',
           connected_at: expect.stringMatching(ISO),
         });
         expect(response.body.events[1].detail).toEqual({

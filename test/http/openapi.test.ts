@@ -634,6 +634,7 @@ describe('GET /openapi.json', () => {
       'exchangePublicToken',
       'getAdminConnection',
       'getAdminStats',
+      'getAdminUser',
       'getReconciliation',
       'getTokenReencryption',
       'listAdminAccounts',

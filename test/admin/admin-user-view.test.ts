@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 import { ENDPOINTS } from '../../src/http/endpoint-list';
 import { USER_VIEW_LIMITS } from '../../src/use-cases/admin-views/admin-user-view';
 import { REMOVAL_REQUESTS } from '../../src/vocabulary/removal-reasons';
@@ -24,6 +25,7 @@ import {
   uniqueUserId,
   type ServiceContext,
 } from '../support/service';
+import { projectPath } from '../support/project-paths';
 import { storeTellerConnection } from '../support/teller-connections';
 import {
   digestOfStoredState,
@@ -385,6 +387,16 @@ describe('GET /admin/users/{subscription_user_id}', () => {
     const path = { subscription_user_id: 'user-42' };
     expect((await withoutSecret(service, 'getAdminUser', path)).status).toBe(401);
     expect((await withoutSecret(service, 'getAdminUser', path).set(asWebsite)).status).toBe(403);
+  });
+
+  it('when the admin guide states the view’s bounds, then they are the declared limits', () => {
+    const guide = readFileSync(projectPath('docs', 'admin-guide.md'), 'utf8').replace(/\s+/g, ' ');
+    const L = USER_VIEW_LIMITS;
+
+    expect(guide).toContain(
+      `Bounded: ${L.connections} connections, and per connection ${L.eventsPerConnection} events, ` +
+        `${L.removalsPerConnection} removals and ${L.notificationsPerConnection} notifications`,
+    );
   });
 
   it('when a removal’s route is recorded, then it names a declared endpoint', () => {

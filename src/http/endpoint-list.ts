@@ -5,6 +5,7 @@ import * as adminConnections from './routes/admin-connection-routes';
 import * as adminReconciliation from './routes/admin-reconciliation-routes';
 import * as adminRemovals from './routes/admin-removal-routes';
 import * as adminTokens from './routes/admin-token-routes';
+import * as adminUsers from './routes/admin-user-routes';
 import { describeEndpoints } from './routes/api-description-routes';
 import * as connections from './routes/connection-routes';
 import * as exchange from './routes/exchange-routes';
@@ -29,6 +30,7 @@ const API: readonly Endpoint[] = [
   adminNotifications,
   adminReconciliation,
   adminTokens,
+  adminUsers,
 ].flatMap(endpointsOf);
 
 /** Every endpoint the service serves, each declared once: the app mounts them, the document describes them. */

@@ -280,3 +280,19 @@ export async function replaceAccessToken(
   );
   return rowCount === 1;
 }
+
+/**
+ * A user's stored connections as operators list them, most recently changed first (by `updated_at`), at most
+ * `limit`: the admin view of one user. The user's connections are one range of their index.
+ */
+export async function listAdminConnectionsOfUser(
+  db: Queryable,
+  subscriptionUserId: string,
+  limit: number,
+): Promise<AdminConnectionRow[]> {
+  const { rows } = await db.query<AdminConnectionRow>(
+    `${ADMIN_CONNECTION_SELECT} WHERE c.subscription_user_id = $1 ORDER BY c.updated_at DESC, c.id DESC LIMIT $2`,
+    [subscriptionUserId, limit],
+  );
+  return rows;
+}

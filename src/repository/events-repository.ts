@@ -97,6 +97,60 @@ export async function listEventsOfItem(
   return rows;
 }
 
+/** An event about one of several Items: the Item it names, and the event as operators read it. */
+export interface EventOfItemRow extends ItemEventRow {
+  item_id: string;
+}
+
+/**
+ * The newest `perItem` events naming each of these Items, newest first within each: one range of the
+ * events' Item index per Item.
+ */
+export async function listEventsOfItems(
+  db: Queryable,
+  itemIds: readonly string[],
+  perItem: number,
+): Promise<EventOfItemRow[]> {
+  const { rows } = await db.query<EventOfItemRow>(
+    `SELECT listed.item_id, e.kind, e.occurred_at, e.subscription_user_id, e.institution_id, e.detail
+       FROM unnest($1::text[]) AS listed (item_id)
+       CROSS JOIN LATERAL (
+         SELECT kind, occurred_at, subscription_user_id, institution_id, detail FROM events
+          WHERE detail ? 'item_id' AND detail ->> 'item_id' = listed.item_id
+          ORDER BY occurred_at DESC, id DESC LIMIT $2) e`,
+    [itemIds, perItem],
+  );
+  return rows;
+}
+
+/**
+ * A connection removed here, as its `institution_removed` event keeps it: the row itself is deleted with
+ * the connection, so the event is what is left (for EVENTS_RETENTION_DAYS).
+ */
+export interface RemovedConnectionRow {
+  item_id: string;
+  removed_at: Date;
+  app_name: string | null;
+  institution_id: string | null;
+  detail: Record<string, string | number | boolean | null>;
+}
+
+/** The user's removed connections, most recently removed first, at most `limit`. */
+export async function listRemovedConnectionsOfUser(
+  db: Queryable,
+  subscriptionUserId: string,
+  limit: number,
+): Promise<RemovedConnectionRow[]> {
+  const { rows } = await db.query<RemovedConnectionRow>(
+    `SELECT detail ->> 'item_id' AS item_id, occurred_at AS removed_at, app_name, institution_id, detail
+       FROM events
+      WHERE kind = 'institution_removed' AND subscription_user_id = $1 AND detail ? 'item_id'
+      ORDER BY occurred_at DESC, id DESC LIMIT $2`,
+    [subscriptionUserId, limit],
+  );
+  return rows;
+}
+
 /**
  * The setting the events table's trigger reads (see the events-retention migration): a DELETE passes
  * only in a transaction that set it, and only for events older than it (at least 31 days).

@@ -268,6 +268,10 @@ export interface OutboxListRow {
   completed_at: Date | null;
 }
 
+/** An OutboxListRow's columns, as the admin lists read them. */
+const LIST_COLUMNS = `id, reason, notification_type AS type, provider_item_id AS item_id, provider_account_id, provider,
+  subscription_user_id, state, attempts, last_status, last_error, next_attempt_at, created_at, completed_at`;
+
 /** What an admin list of outbox rows narrows to, beside the kinds and the state. */
 export interface OutboxFilters {
   subscriptionUserId?: string | undefined;
@@ -308,14 +312,30 @@ export async function listOutboxPage(
   const { rows } = await db.query<OutboxListRow>(
     `SELECT o.* FROM unnest($1::text[]) AS listed (kind)
        CROSS JOIN LATERAL (
-         SELECT id, reason, notification_type AS type, provider_item_id AS item_id, provider_account_id,
-                provider, subscription_user_id, state, attempts, last_status, last_error, next_attempt_at,
-                created_at, completed_at
-           FROM outbox
+         SELECT ${LIST_COLUMNS} FROM outbox
           WHERE kind = listed.kind AND state = $2 AND ($3::bigint IS NULL OR id > $3::bigint)${narrowed}
           ORDER BY id LIMIT $4) o
       ORDER BY o.id LIMIT $4`,
     values,
+  );
+  return rows;
+}
+
+/**
+ * The newest `perItem` rows of these kinds about each of these Items (its removals, or the notifications
+ * about it), newest first within each: one range of the outbox's Item index per Item.
+ */
+export async function listOutboxRowsOfItems(
+  db: Queryable,
+  filter: { itemIds: readonly string[]; kinds: readonly OutboxKind[]; perItem: number },
+): Promise<OutboxListRow[]> {
+  const { rows } = await db.query<OutboxListRow>(
+    `SELECT o.* FROM unnest($1::text[]) AS listed (item_id)
+       CROSS JOIN LATERAL (
+         SELECT ${LIST_COLUMNS} FROM outbox
+          WHERE provider_item_id = listed.item_id AND kind = ANY($2::text[])
+          ORDER BY id DESC LIMIT $3) o`,
+    [filter.itemIds, filter.kinds, filter.perItem],
   );
   return rows;
 }

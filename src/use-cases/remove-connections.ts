@@ -5,6 +5,7 @@ import { findAccountOwner } from '../repository/accounts-repository';
 import { lockConnection, lockConnectionsOfUser } from '../repository/connections-repository';
 import { fenceExchangesOfUser } from '../repository/exchanges-repository';
 import type { ConnectionReference } from '../domain/connections/connection-reference';
+import { REMOVAL_REQUESTS } from '../vocabulary/removal-reasons';
 import { deliverRemoval, removalWaitMsOf } from './removal-delivery';
 import type { UseCaseDependencies } from './use-case-dependencies';
 import { noSuchConnection, userConnectionKey } from './user-connection-lookup';
@@ -39,7 +40,7 @@ export class ConnectionRemovals {
           this.deps.websiteNotifications,
           connection,
           input.providerAccountId,
-          'website',
+          { endedBy: 'website', source: REMOVAL_REQUESTS.removeAccount },
           this.deps.hooks?.afterAccountDeleted,
         ));
       if (!removed) throw notFound('No such account for this user.');
@@ -63,7 +64,10 @@ export class ConnectionRemovals {
         userConnectionKey(this.deps, input.subscriptionUserId, input.connection),
       );
       if (!connection) throw noSuchConnection(input.connection);
-      return removeWholeConnection(client, this.deps.websiteNotifications, connection, 'website');
+      return removeWholeConnection(client, this.deps.websiteNotifications, connection, {
+        endedBy: 'website',
+        source: REMOVAL_REQUESTS.removeInstitution,
+      });
     });
     this.deps.websiteNotifications.deliverSoon();
     await deliverRemoval(this.deps, outcome.outboxId);
@@ -107,7 +111,7 @@ export class ConnectionRemovals {
             client,
             this.deps.websiteNotifications,
             connection,
-            'website_user',
+            { endedBy: 'website_user', source: REMOVAL_REQUESTS.removeUser },
           );
           removed.outboxIds.push(outboxId);
           removed.accounts += ofConnection;

@@ -8,6 +8,7 @@ import { AdminStats } from './admin-stats';
 import { AdminAccounts } from './admin-views/admin-accounts';
 import { AdminConnections } from './admin-views/admin-connections';
 import { AdminOutbox } from './admin-views/admin-outbox';
+import { AdminUserView } from './admin-views/admin-user-view';
 import { AdminExports, type AdminExportsOptions } from './admin-views/admin-exports';
 import { LinkTokens } from './create-link-token';
 import { PublicTokenExchange } from './exchange-public-token/exchange-public-token';
@@ -77,6 +78,7 @@ export function buildUseCases(parts: UseCaseParts) {
       exports: adminExports,
     }),
     adminStats: new AdminStats({ pool: parts.adminPool }),
+    adminUserView: new AdminUserView({ pool: parts.adminPool }),
     adminOutbox: new AdminOutbox({
       pool: parts.adminPool,
       cursorKey: deriveListCursorKey(parts.admin.cursorKey, 'outbox'),

@@ -25,3 +25,17 @@ export const REMOVAL_REASONS = [
 ] as const;
 
 export type RemovalReason = (typeof REMOVAL_REASONS)[number];
+
+/**
+ * The website's requests that remove connections, as the `source` of their `institution_removed` and
+ * `account_removed` events names them (a provider's revocation is named as status changes name their
+ * source: `webhook:<code>`, `refresh`, `reconciliation`). GET /admin/users/{subscription_user_id} shows
+ * it as the removal's `route`; a test checks each against the declared endpoints.
+ */
+export const REMOVAL_REQUESTS = {
+  removeAccount: 'POST /remove-account',
+  removeInstitution: 'POST /remove-institution',
+  removeUser: 'POST /remove-user',
+} as const;
+
+export type RemovalRequest = (typeof REMOVAL_REQUESTS)[keyof typeof REMOVAL_REQUESTS];

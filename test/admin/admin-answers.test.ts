@@ -4,6 +4,7 @@ import {
   declaredEndpoints,
   eachEndpoint,
   getAdminConnection,
+  getAdminUser,
   listAdminAccounts,
   listAdminConnections,
   listReconciliations,
@@ -52,6 +53,7 @@ describe('admin answers hold no token', () => {
   let fixture: Fixture;
   /** A connection removed while Plaid fails: its removal (and its token's ciphertext) waits in the outbox. */
   let removedItem: string;
+  let removedItemUser: string;
   let accessTokens: string[];
 
   beforeAll(async () => {
@@ -62,6 +64,7 @@ describe('admin answers hold no token', () => {
     service.emulator.injectFault({ path: '/item/remove', status: 500, count: 1_000 });
     await removeInstitution(service, user, removed.accessToken);
     removedItem = removed.itemId;
+    removedItemUser = user;
     accessTokens = [fixture.kept, fixture.refreshed, fixture.removed, removed].map(
       (connection) => connection.accessToken,
     );
@@ -107,6 +110,9 @@ describe('admin answers hold no token', () => {
       await listAdminAccounts(service, {}, { accept: 'text/csv' }),
       await listAdminConnections(service, {}, { accept: 'application/x-ndjson' }),
       await listAdminConnections(service, {}, { accept: 'text/csv' }),
+      // The user views: one with a removal still holding its token in the outbox, one with three connections.
+      await getAdminUser(service, fixture.user),
+      await getAdminUser(service, removedItemUser),
       ...(await Promise.all([...items, removedItem].map((item) => getAdminConnection(service, item)))),
     ];
     const secrets = await storedSecrets(service, accessTokens);

@@ -420,10 +420,15 @@ describe('GET /admin/connections and GET /admin/connections/{item_id}', () => {
           item_id: itemId,
           reason: 'institution_removed',
           accounts_removed: 11,
+          source: 'POST /remove-institution',
+          provider: 'plaid',
+          institution_name: 'First Gingham Credit Union',
+          connected_at: expect.stringMatching(ISO),
         });
         expect(response.body.events[1].detail).toEqual({
           item_id: itemId,
           provider_account_id: accountIds[0],
+          source: 'POST /remove-account',
         });
         const [row] = await rowsOf(
           service,

@@ -31,6 +31,7 @@ import {
   finishedTokenReencryption,
   startTokenReencryption,
   getAdminConnection,
+  getAdminUser,
   listAdminAccounts,
   listAdminConnections,
   listReconciliations,
@@ -332,6 +333,7 @@ describe('GET /openapi.json', () => {
     const connections = await listAdminConnections(service, { limit: 1 });
     const itemView = await getAdminConnection(service, exchanged.body.accounts[0].item_id as string);
     const removedItemView = await getAdminConnection(service, other.itemId);
+    const userView = await getAdminUser(service, user);
     const stats = await adminStats(service);
     const retried = await retryDeadRemovals(service);
     const removals = await listAdminRemovals(service, { state: 'done', limit: 1 });
@@ -378,6 +380,7 @@ describe('GET /openapi.json', () => {
       ['listAdminAccounts', undefined, accounts],
       ['listAdminConnections', undefined, connections],
       ['getAdminConnection', undefined, itemView],
+      ['getAdminUser', undefined, userView],
       ['listReconciliations', undefined, runs],
       ['getAdminStats', undefined, stats],
       ['retryDeadRemovals', {}, retried],
@@ -427,6 +430,8 @@ describe('GET /openapi.json', () => {
     expect({
       errors: validateAt(responseSchema(removedPath, 'get', 200, undefined), removedItemView.body),
     }).toEqual({ errors: [] });
+    // The user's view shows the removed connection (ins_109512) beside the stored ones, in the same schema.
+    expect(userView.body.connections.map((entry: { status: string }) => entry.status)).toContain('removed');
   });
 
   it('when the committed openapi.json is compared with the served document, then they are the same, byte for byte', () => {
@@ -631,6 +636,7 @@ describe('GET /openapi.json', () => {
       'exchangePublicToken',
       'getAdminConnection',
       'getAdminStats',
+      'getAdminUser',
       'getReconciliation',
       'getTokenReencryption',
       'listAdminAccounts',

@@ -148,6 +148,10 @@ export function listAdminConnections(
 export const getAdminConnection = (caller: Caller, itemId: string) =>
   call(caller, 'getAdminConnection', { item_id: itemId });
 
+/** One user's connections, live and removed, with their history (the support view). */
+export const getAdminUser = (caller: Caller, subscriptionUserId: string) =>
+  call(caller, 'getAdminUser', { subscription_user_id: subscriptionUserId });
+
 export const adminStats = (caller: Caller) => call(caller, 'getAdminStats');
 
 /** Without a body every dead removal is retried; `{ ids }` picks some. */

@@ -29,6 +29,20 @@ import { notifyWebsite, type WebsiteNotifications } from './connection-notificat
  */
 export type EndedBy = 'website' | 'website_user' | 'bank';
 
+/**
+ * Who ended it, and through what: the website's request by its route (REMOVAL_REQUESTS), or the provider's
+ * signal as status changes name their source (`webhook:<code>`, `refresh`, `reconciliation`). The source is
+ * recorded on the removal's event, so that an operator reading a removed connection learns what removed it.
+ */
+export interface RemovalCause {
+  endedBy: EndedBy;
+  source: string;
+}
+
+/** How a signal's origin is recorded: the source, and the webhook's code when it was one. */
+const sourceOf = (origin: SignalOrigin): string =>
+  origin.webhookCode ? `${origin.source}:${origin.webhookCode}` : origin.source;
+
 /** How the website is told who ended it. */
 const NOTIFIED_REASON: Record<EndedBy, NotifiedRemovalReason> = {
   website: 'requested',
@@ -90,9 +104,10 @@ export async function removeAccountOfConnection(
   notifications: WebsiteNotifications,
   connection: Connection,
   providerAccountId: string,
-  endedBy: EndedBy,
+  cause: RemovalCause,
   afterAccountDeleted?: () => Promise<void>,
 ): Promise<{ outboxId: string | undefined; accountRemovalId?: string | undefined } | false> {
+  const { endedBy } = cause;
   if (!(await deleteAccount(client, providerAccountId, connection.id))) return false;
   await afterAccountDeleted?.();
   const last = (await countAccounts(client, connection.id)) === 0;
@@ -109,6 +124,7 @@ export async function removeAccountOfConnection(
       item_id: connection.itemId,
       provider_account_id: providerAccountId,
       ...(endedBy === 'bank' ? { reason: 'revoked_at_institution' } : {}),
+      source: cause.source,
     },
   });
   if (!last) {
@@ -128,7 +144,7 @@ export async function removeAccountOfConnection(
     reason,
     accounts_removed: 0,
   });
-  const { outboxId } = await deleteAndQueueItemRemoval(client, connection, 'last_account_removed');
+  const { outboxId } = await deleteAndQueueItemRemoval(client, connection, 'last_account_removed', cause);
   return { outboxId };
 }
 
@@ -137,20 +153,25 @@ export async function removeWholeConnection(
   client: PoolClient,
   notifications: WebsiteNotifications,
   connection: Connection,
-  endedBy: EndedBy,
+  cause: RemovalCause,
 ): Promise<{ outboxId: string; accountsRemoved: number }> {
   await notifyWebsite(client, notifications, connection, 'connection.removed', {
-    reason: NOTIFIED_REASON[endedBy],
+    reason: NOTIFIED_REASON[cause.endedBy],
     accounts_removed: connection.accountCount,
   });
-  return deleteAndQueueItemRemoval(client, connection, WHOLE_CONNECTION_REMOVAL_REASON[endedBy]);
+  return deleteAndQueueItemRemoval(client, connection, WHOLE_CONNECTION_REMOVAL_REASON[cause.endedBy], cause);
 }
 
-/** The end of a locked connection: its rows deleted, its Item's removal queued, the event recorded. */
+/**
+ * The end of a locked connection: its rows deleted, its Item's removal queued, the event recorded. The
+ * event keeps what the deleted row no longer can (its provider, institution name, when it was made) and
+ * what removed it: once the row is gone, it is what the admin user view shows of the connection.
+ */
 async function deleteAndQueueItemRemoval(
   client: PoolClient,
   connection: Connection,
   reason: RemovalReason,
+  cause: RemovalCause,
 ): Promise<{ outboxId: string; accountsRemoved: number }> {
   const accountsRemoved = await deleteConnection(client, connection.id);
   const outboxId = await enqueueItemRemoval(client, {
@@ -163,7 +184,15 @@ async function deleteAndQueueItemRemoval(
   await recordEvent(client, {
     ...eventFieldsOf(connection),
     kind: 'institution_removed',
-    detail: { item_id: connection.itemId, reason, accounts_removed: accountsRemoved },
+    detail: {
+      item_id: connection.itemId,
+      reason,
+      accounts_removed: accountsRemoved,
+      source: cause.source,
+      provider: connection.provider,
+      institution_name: connection.institutionName,
+      connected_at: connection.createdAt.toISOString(),
+    },
   });
   return { outboxId, accountsRemoved };
 }
@@ -220,7 +249,10 @@ export async function applySignal(
     case 'unchanged':
       return { outcome: transition.kind };
     case 'remove_connection': {
-      const { outboxId } = await removeWholeConnection(client, notifications, connection, 'bank');
+      const { outboxId } = await removeWholeConnection(client, notifications, connection, {
+        endedBy: 'bank',
+        source: sourceOf(origin),
+      });
       return { outcome: 'applied', effect: 'connection_removed', outboxId };
     }
     case 'remove_account': {
@@ -229,7 +261,7 @@ export async function applySignal(
         notifications,
         connection,
         transition.providerAccountId,
-        'bank',
+        { endedBy: 'bank', source: sourceOf(origin) },
       );
       if (!removed) return { outcome: 'unchanged' };
       return { outcome: 'applied', effect: 'account_removed', outboxId: removed.outboxId };
@@ -272,7 +304,7 @@ async function writeHealthChange(
       to: health.status,
       error_code: health.errorCode,
       new_accounts_available: health.newAccountsAvailable,
-      source: origin.webhookCode ? `${origin.source}:${origin.webhookCode}` : origin.source,
+      source: sourceOf(origin),
     },
   });
 }

@@ -263,7 +263,7 @@ export const itemIdParams = z.object({
 });
 
 /** An event's detail holds ids, codes and counts: never a token. */
-const eventDetail = z
+export const eventDetail = z
   .record(wireText(64), z.union([wireText(MAX_NAME_LENGTH), z.number(), z.boolean(), z.null()]))
   .openapi({
     description: 'What the event recorded: ids, codes and counts, never a token.',

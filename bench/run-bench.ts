@@ -162,6 +162,7 @@ async function startEverything(
     const logFile = path.join(resources.workDir, `${name}.log`);
     const logDescriptor = openSync(logFile, 'w');
     const started = startNodeProcess(name, SERVICE_SCRIPT, {
+      ...(name === "service" && process.env.PROF_DIR ? { nodeArgs: ["--cpu-prof", `--cpu-prof-dir=${process.env.PROF_DIR}`] } : {}),
       cwd: resources.workDir,
       stdio: ['ignore', logDescriptor, logDescriptor],
       stopGraceMs: 15_000,

@@ -26,6 +26,12 @@ import type { UseCaseDependencies } from './use-case-dependencies';
  */
 export type WebhookOutcome = 'applied' | 'duplicate' | 'stale' | 'ignored' | 'unknown_item';
 
+/** A verified webhook's outcome, and whether it was recorded now for the first time (not a replay). */
+export interface ReceivedWebhook {
+  outcome: WebhookOutcome;
+  firstDelivery: boolean;
+}
+
 /** What an applied webhook did. */
 type WebhookEffect = Extract<SignalOutcome, { outcome: 'applied' }>['effect'];
 
@@ -39,6 +45,8 @@ interface VerifiedDelivery {
 /** What applying one delivery came to, once committed. */
 interface AppliedDelivery {
   outcome: WebhookOutcome;
+  /** Recorded now; false for a replay of a delivery recorded before. */
+  firstDelivery: boolean;
   effect?: WebhookEffect;
   outboxId?: string;
 }
@@ -93,7 +101,7 @@ export class PlaidWebhooks {
     signature: string | undefined,
     source?: string,
     onVerified?: (itemId: string) => void,
-  ): Promise<WebhookOutcome> {
+  ): Promise<ReceivedWebhook> {
     let verified: VerifiedWebhook;
     try {
       verified = await this.deps.webhookVerifier.verify(rawBody, signature, source);
@@ -123,7 +131,7 @@ export class PlaidWebhooks {
     if (!parsed.success) {
       this.deps.logger.warn('verified webhook of an unexpected shape; ignored');
       this.deps.metrics?.countWebhook(undefined, undefined, 'ignored');
-      return 'ignored';
+      return { outcome: 'ignored', firstDelivery: false };
     }
     if (parsed.data.item_id) onVerified?.(parsed.data.item_id);
     const verificationSha256 = createHash('sha256')
@@ -140,7 +148,7 @@ export class PlaidWebhooks {
     webhook: PlaidWebhook,
     verificationSha256: Buffer,
     issuedAt: Date,
-  ): Promise<WebhookOutcome> {
+  ): Promise<ReceivedWebhook> {
     const settled = await this.deliveries.submit({ webhook, verificationSha256, issuedAt });
     if ('failed' in settled) throw settled.failed;
     const result = settled.applied;
@@ -157,7 +165,7 @@ export class PlaidWebhooks {
       },
       'Plaid webhook received',
     );
-    return result.outcome;
+    return { outcome: result.outcome, firstDelivery: result.firstDelivery };
   }
 
   /**
@@ -185,8 +193,8 @@ export class PlaidWebhooks {
 
   /**
    * Each delivery recorded (a token seen before is a replay: `duplicate`), every connection the first
-   * ones name locked in id order and noted, then each applied in turn as the state machine says, a
-   * connection changed by an earlier one read again first.
+   * ones name locked in id order and noted, then each applied in turn as the state machine says, on the
+   * connection as the ones before it left it; their writes go together (SignalBatch).
    */
   private async applyInTransaction(
     client: PoolClient,
@@ -209,7 +217,9 @@ export class PlaidWebhooks {
     const results: AppliedDelivery[] = [];
     for (const [index, { webhook, issuedAt }] of batch.entries()) {
       results.push(
-        firsts[index] ? await applyFirstDelivery(signals, webhook, issuedAt) : { outcome: 'duplicate' },
+        firsts[index]
+          ? { ...(await applyFirstDelivery(signals, webhook, issuedAt)), firstDelivery: true }
+          : { outcome: 'duplicate', firstDelivery: false },
       );
     }
     await signals.flush();
@@ -240,7 +250,7 @@ async function applyFirstDelivery(
   signals: SignalBatch,
   webhook: PlaidWebhook,
   issuedAt: Date,
-): Promise<AppliedDelivery> {
+): Promise<Omit<AppliedDelivery, 'firstDelivery'>> {
   // What the webhook means is the domain's: Plaid's codes read as signals, the state machine's effect.
   const about = readPlaidWebhook(webhook);
   if (!about) return { outcome: 'ignored' };

@@ -178,6 +178,28 @@ export async function takeNotificationSequence(db: Queryable, connectionId: stri
   return Number(row.sequence);
 }
 
+/**
+ * Takes `count` notification numbers for each connection in one statement, as takeNotificationSequence
+ * takes one: the first of each connection's, by connection id. Throws unless each connection was there.
+ */
+export async function takeNotificationSequences(
+  db: Queryable,
+  counts: ReadonlyMap<string, number>,
+): Promise<Map<string, number>> {
+  if (counts.size === 0) return new Map();
+  const { rows } = await db.query<{ id: string; first: string }>(
+    `UPDATE connections c SET notification_sequence = c.notification_sequence + v.count
+       FROM unnest($1::bigint[], $2::int[]) AS v(id, count)
+      WHERE c.id = v.id
+     RETURNING c.id::text AS id, c.notification_sequence - v.count + 1 AS first`,
+    [[...counts.keys()], [...counts.values()]],
+  );
+  if (rows.length !== counts.size) {
+    throw new Error('takeNotificationSequences: a connection is gone; take the sequences before removing it');
+  }
+  return new Map(rows.map((row) => [row.id, Number(row.first)]));
+}
+
 /** Deletes the connection and, through the foreign key, its accounts; returns how many accounts went. */
 export async function deleteConnection(db: Queryable, connectionId: string): Promise<number> {
   const { rows } = await db.query<{ accounts: number }>(

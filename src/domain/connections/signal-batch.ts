@@ -5,7 +5,11 @@ import type { ConnectionHealth, Connection } from './connection';
 import { applySignal, healthChangeWrites, type SignalOrigin, type SignalOutcome } from './connection-changes';
 import type { ConnectionSignal } from './connection-health';
 import { transitionOf } from './connection-health';
-import { notifyWebsite, type WebsiteNotifications } from './connection-notifications';
+import {
+  notifyWebsiteAll,
+  type NotificationToRecord,
+  type WebsiteNotifications,
+} from './connection-notifications';
 
 /** A connection this batch changed and wrote through the domain's one-at-a-time path: read again before it is used. */
 const READ_AGAIN = Symbol('read again');
@@ -13,8 +17,8 @@ const READ_AGAIN = Symbol('read again');
 /**
  * Signals applied to locked connections in one transaction, in order, exactly as applySignal would apply
  * them one by one: each is decided on the connection as the signals before it left it. A change of health
- * is kept and written at `flush`, together with the batch's others (one statement for the healths, one
- * for their events, the website's notifications in their order); a revocation is written at once, after
+ * is kept and written at `flush`, together with the batch's others (one statement for the healths, two
+ * for the website's notifications in their order, one for the events); a revocation is written at once, after
  * everything before it. A burst of webhooks then costs a few statements per transaction, not per webhook.
  */
 export class SignalBatch {
@@ -82,11 +86,13 @@ export class SignalBatch {
   /** Writes what the batch decided and has not written yet; in the caller's transaction, before its commit. */
   async flush(): Promise<void> {
     await writeConnectionHealths(this.client, [...this.healths.values()]);
-    for (const { connection, writes } of this.notifications) {
-      for (const { type, detail } of writes.notifications) {
-        await notifyWebsite(this.client, this.website, connection, type, detail);
-      }
-    }
+    await notifyWebsiteAll(
+      this.client,
+      this.website,
+      this.notifications.flatMap(({ connection, writes }) =>
+        writes.notifications.map(({ type, detail }): NotificationToRecord => ({ connection, type, detail })),
+      ),
+    );
     if (this.events.length > 0) await recordEvents(this.client, this.events);
     this.healths.clear();
     this.notifications.length = 0;

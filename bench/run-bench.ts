@@ -162,7 +162,9 @@ async function startEverything(
     const logFile = path.join(resources.workDir, `${name}.log`);
     const logDescriptor = openSync(logFile, 'w');
     const started = startNodeProcess(name, SERVICE_SCRIPT, {
-      ...(name === "service" && process.env.PROF_DIR ? { nodeArgs: ["--cpu-prof", `--cpu-prof-dir=${process.env.PROF_DIR}`] } : {}),
+      ...(name === 'service' && process.env.PROF_DIR
+        ? { nodeArgs: ['--cpu-prof', `--cpu-prof-dir=${process.env.PROF_DIR}`] }
+        : {}),
       cwd: resources.workDir,
       stdio: ['ignore', logDescriptor, logDescriptor],
       stopGraceMs: 15_000,
@@ -248,7 +250,7 @@ async function startEverything(
     },
     ...(pooled ? { pooled } : {}),
     metricsOff: { url: metricsOff.url, process: metricsOff.process },
-    passthrough: { url: passthroughUrl, emulator: baselineEmulator },
+    passthrough: { url: passthroughUrl, emulator: baselineEmulator, process: passthrough },
     ceiling: { url: ceilingUrl },
   };
 }

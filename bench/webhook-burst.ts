@@ -2,6 +2,7 @@ import { createHash, randomBytes } from 'node:crypto';
 import type { Pool as PgPool } from 'pg';
 import { Pool } from 'undici';
 import type { EmulatorProcess } from './emulator-client';
+import { readCpuMilliseconds, type BenchProcess } from './processes';
 import { progress } from './run-context';
 import { APP_NAME, nextUserId, type BenchTargets } from './targets';
 
@@ -34,6 +35,8 @@ export interface BurstSide {
   p99: number;
   /** Anything but 200, by status (`socket` for no answer). */
   refused: Record<string, number>;
+  /** CPU the receiver's process used over the burst, per delivery (from /proc): steadier than rates on a busy machine. */
+  cpuMsPerDelivery: number;
 }
 
 export interface BurstReport {
@@ -165,7 +168,11 @@ const percentile = (sorted: number[], fraction: number) =>
  * Sends every delivery to `url`, `connections` at a time spread over `addresses` source addresses
  * (each address a keep-alive pool of its own, as Plaid's senders would be), round-robin.
  */
-async function fire(url: string, deliveries: Delivery[], options: BurstOptions): Promise<BurstSide> {
+async function fire(
+  { url, process }: { url: string; process: BenchProcess },
+  deliveries: Delivery[],
+  options: BurstOptions,
+): Promise<BurstSide> {
   const pools = Array.from(
     { length: options.addresses },
     (_, index) =>
@@ -178,6 +185,7 @@ async function fire(url: string, deliveries: Delivery[], options: BurstOptions):
   const latencies: number[] = [];
   const refused: Record<string, number> = {};
   let next = 0;
+  const cpuAtStart = readCpuMilliseconds(process.pid);
   const started = performance.now();
   const worker = async (pool: Pool) => {
     while (next < deliveries.length) {
@@ -207,6 +215,7 @@ async function fire(url: string, deliveries: Delivery[], options: BurstOptions):
     Array.from({ length: options.connections }, (_, index) => worker(pools[index % pools.length]!)),
   );
   const seconds = (performance.now() - started) / 1000;
+  const cpuMs = readCpuMilliseconds(process.pid) - cpuAtStart;
   await Promise.all(pools.map((pool) => pool.close()));
   latencies.sort((a, b) => a - b);
   const answered = deliveries.length - Object.values(refused).reduce((sum, count) => sum + count, 0);
@@ -218,6 +227,7 @@ async function fire(url: string, deliveries: Delivery[], options: BurstOptions):
     p50: percentile(latencies, 0.5),
     p99: percentile(latencies, 0.99),
     refused,
+    cpuMsPerDelivery: cpuMs / deliveries.length,
   };
 }
 
@@ -255,16 +265,20 @@ async function seedConnections(targets: BenchTargets, pg: PgPool, count: number)
 }
 
 /** Webhooks about Items nobody stored, so that the first burst request does not pay for the key look-up or a cold start. */
-async function warmUp(url: string, emulator: EmulatorProcess, options: BurstOptions): Promise<void> {
+async function warmUp(
+  target: { url: string; process: BenchProcess },
+  emulator: EmulatorProcess,
+  options: BurstOptions,
+): Promise<void> {
   const now = Math.floor(Date.now() / 1000);
   const planned = Array.from({ length: WARM_UP_DELIVERIES }, () => {
     const itemId = `warm-up-${randomBytes(8).toString('hex')}`;
     return { body: JSON.stringify(dataBody(itemId)), iat: now, itemId };
   });
-  const side = await fire(url, await sign(emulator, planned), options);
+  const side = await fire(target, await sign(emulator, planned), options);
   if (side.answered !== planned.length) {
     throw new Error(
-      `warm-up of ${url}: ${JSON.stringify(side.refused)} of ${planned.length} not answered 200`,
+      `warm-up of ${target.url}: ${JSON.stringify(side.refused)} of ${planned.length} not answered 200`,
     );
   }
 }
@@ -319,12 +333,12 @@ export async function runWebhookBurst(
   const baselineDeliveries = withReplaysShuffled(
     await sign(targets.passthrough.emulator, planFor(baselineItems, newest).planned),
   );
-  await warmUp(targets.service.url, targets.service.emulator, options);
-  await warmUp(targets.passthrough.url, targets.passthrough.emulator, options);
+  await warmUp(targets.service, targets.service.emulator, options);
+  await warmUp(targets.passthrough, targets.passthrough.emulator, options);
 
   progress(`webhook burst: ${serviceDeliveries.length} deliveries to the service, then to the passthrough`);
-  const serviceSide = await fire(targets.service.url, serviceDeliveries, options);
-  const passthroughSide = await fire(targets.passthrough.url, baselineDeliveries, options);
+  const serviceSide = await fire(targets.service, serviceDeliveries, options);
+  const passthroughSide = await fire(targets.passthrough, baselineDeliveries, options);
   const checked = await checkAfterBurst(pg, serviceFirst, service.expected);
   return {
     options,
@@ -356,15 +370,15 @@ export function formatBurst(report: BurstReport): string {
       Object.entries(side.refused)
         .map(([status, count]) => `${status}: ${count}`)
         .join(', ') || '0'
-    ).padStart(7)} |`;
+    ).padStart(7)} | ${side.cpuMsPerDelivery.toFixed(2).padStart(15)} |`;
   const { items, connections, addresses } = report.options;
   return [
     `Webhook burst: ${items} connections, ${HEALTH_PER_ITEM} health and ${DATA_PER_ITEM} data webhooks each, ` +
       `one in ${REPLAY_EVERY} replayed byte for byte, shuffled; signed before the clock starts; ` +
       `${connections} at once from ${addresses} source addresses (127.0.0.2–127.0.0.${addresses + 1}).`,
     '',
-    '| webhook burst                      | deliveries | answered 200/s | p50 ms | p99 ms | refused |',
-    '| ---------------------------------- | ---------: | -------------: | -----: | -----: | ------: |',
+    '| webhook burst                      | deliveries | answered 200/s | p50 ms | p99 ms | refused | CPU ms/delivery |',
+    '| ---------------------------------- | ---------: | -------------: | -----: | -----: | ------: | --------------: |',
     row('service (verified, stored)', report.service),
     row('passthrough (verify only)', report.passthrough),
     '',

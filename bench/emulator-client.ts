@@ -87,6 +87,11 @@ export class EmulatorProcess {
     return this.ask({ op: 'list-item-ids' });
   }
 
+  /** `Plaid-Verification` values for `bodies`, signed with the emulator's current key at `iats` (Unix seconds). */
+  signWebhooks(bodies: string[], iats: number[]): Promise<string[]> {
+    return this.ask({ op: 'sign-webhooks', bodies, iats });
+  }
+
   async clearCalls(): Promise<void> {
     await this.ask({ op: 'clear-calls' });
   }

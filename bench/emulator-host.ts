@@ -20,6 +20,9 @@ function answer(request: HostRequest, emulator: PlaidEmulator): string[] {
     }
     case 'list-item-ids':
       return emulator.items().map((item) => item.item_id);
+    case 'sign-webhooks':
+      // Signed here, before a burst's clock starts, so that the burst measures only its receiver.
+      return request.bodies.map((body, index) => emulator.signWebhook(body, { iat: request.iats[index] }));
     case 'clear-calls':
       // The emulator records every call; the bench never reads them, so they would only grow.
       emulator.clearCalls();

@@ -3,7 +3,9 @@
 export type HostRequest =
   | { id: number; op: 'mint-public-tokens'; count: number; institutionId: string }
   | { id: number; op: 'list-item-ids' }
-  | { id: number; op: 'clear-calls' };
+  | { id: number; op: 'clear-calls' }
+  /** `Plaid-Verification` values for these raw bodies, each signed at its own `iat` (Unix seconds). */
+  | { id: number; op: 'sign-webhooks'; bodies: string[]; iats: number[] };
 
 export type HostMessage =
   | { type: 'ready'; url: string }

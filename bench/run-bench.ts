@@ -27,11 +27,13 @@ import {
 } from './run-context';
 import { checkConsistency, runSoak, type Consistency, type SoakReport } from './soak';
 import type { BenchTargets, StoredConnection } from './targets';
+import { burstFailures, formatBurst, runWebhookBurst, type BurstReport } from './webhook-burst';
 
 /**
- * `npm run bench [-- --soak [--soak-seconds N]]`: the service beside a quickstart-style passthrough
- * and a bare Express GET, measured in one run with autocannon against a fresh database on the local
- * Postgres. It prints figures and asserts no speed (this machine is shared and noisy); it exits
+ * `npm run bench [-- --soak [--soak-seconds N]] [-- --webhook-burst-only]`: the service beside a
+ * quickstart-style passthrough and a bare Express GET, measured in one run with autocannon against a
+ * fresh database on the local Postgres; then a burst of Plaid webhooks beside a verify-only passthrough
+ * (bench/webhook-burst.ts; `--webhook-burst-only` skips the table). It prints figures and asserts no speed (this machine is shared and noisy); it exits
  * non-zero when a process fails, when the service answers a 5xx, or when the state it leaves
  * behind is inconsistent with the emulator's Items.
  */
@@ -57,6 +59,10 @@ function readOptions() {
       'round-seconds': { type: 'string', default: '6' },
       connections: { type: 'string', default: '20' },
       'keep-logs': { type: 'boolean', default: false },
+      'webhook-burst-only': { type: 'boolean', default: false },
+      'burst-items': { type: 'string', default: '1000' },
+      'burst-connections': { type: 'string', default: '50' },
+      'burst-addresses': { type: 'string', default: '5' },
     },
     strict: true,
   });
@@ -68,6 +74,13 @@ function readOptions() {
     roundSeconds: whole('round-seconds', values['round-seconds'], 60),
     connections: whole('connections', values.connections, 200),
     keepLogs: values['keep-logs'],
+    burstOnly: values['webhook-burst-only'],
+    burst: {
+      items: whole('burst-items', values['burst-items'], 20_000),
+      connections: whole('burst-connections', values['burst-connections'], 500),
+      // 127.0.0.2 onwards: one address per sender.
+      addresses: whole('burst-addresses', values['burst-addresses'], 200),
+    },
   };
 }
 
@@ -149,6 +162,9 @@ async function startEverything(
     const logFile = path.join(resources.workDir, `${name}.log`);
     const logDescriptor = openSync(logFile, 'w');
     const started = startNodeProcess(name, SERVICE_SCRIPT, {
+      ...(name === 'service' && process.env.PROF_DIR
+        ? { nodeArgs: ['--cpu-prof', `--cpu-prof-dir=${process.env.PROF_DIR}`] }
+        : {}),
       cwd: resources.workDir,
       stdio: ['ignore', logDescriptor, logDescriptor],
       stopGraceMs: 15_000,
@@ -234,17 +250,22 @@ async function startEverything(
     },
     ...(pooled ? { pooled } : {}),
     metricsOff: { url: metricsOff.url, process: metricsOff.process },
-    passthrough: { url: passthroughUrl, emulator: baselineEmulator },
+    passthrough: { url: passthroughUrl, emulator: baselineEmulator, process: passthrough },
     ceiling: { url: ceilingUrl },
   };
 }
 
 function findFailures(
-  rows: Awaited<ReturnType<typeof measureTable>>,
+  rows: Awaited<ReturnType<typeof measureTable>> | undefined,
   soak: SoakReport | undefined,
   consistency: Consistency,
+  burst: BurstReport,
 ): string[] {
-  const failures: string[] = [];
+  const failures: string[] = burstFailures(burst);
+  if (consistency.problems.length > 0) {
+    failures.push(`${consistency.problems.length} inconsistencies between the database and the emulator`);
+  }
+  if (!rows) return failures;
   const serviceRows = [
     rows.linkService,
     rows.linkMetricsOff,
@@ -263,9 +284,6 @@ function findFailures(
   }
   if (soak && soak.fiveHundreds > 0)
     failures.push(`the service answered ${soak.fiveHundreds} 5xx in the soak`);
-  if (consistency.problems.length > 0) {
-    failures.push(`${consistency.problems.length} inconsistencies between the database and the emulator`);
-  }
   return failures;
 }
 
@@ -313,12 +331,15 @@ async function run(): Promise<number> {
     await sleep(IDLE_SETTLE_MS);
     const idle = readRssMegabytes(targets.service.process.pid);
     const stored: StoredConnection[] = [];
-    const rows = await measureTable(
-      targets,
-      { rounds: options.rounds, roundSeconds: options.roundSeconds, warmUpSeconds: WARM_UP_SECONDS },
-      stored,
-    );
+    const rows = options.burstOnly
+      ? undefined
+      : await measureTable(
+          targets,
+          { rounds: options.rounds, roundSeconds: options.roundSeconds, warmUpSeconds: WARM_UP_SECONDS },
+          stored,
+        );
     const endOfLoad = readRssMegabytes(targets.service.process.pid);
+    const burst = await runWebhookBurst(targets, pool, options.burst);
     const soak = options.soak
       ? await runSoak(targets, pool, stored, {
           seconds: options.soakSeconds,
@@ -329,29 +350,35 @@ async function run(): Promise<number> {
 
     print('');
     print(
-      `\`npm run bench${options.soak ? ` -- --soak${options.soakSeconds === 60 ? '' : ` --soak-seconds ${options.soakSeconds}`}` : ''}\`` +
+      `\`npm run bench${options.burstOnly ? ' -- --webhook-burst-only' : ''}${options.soak ? ` -- --soak${options.soakSeconds === 60 ? '' : ` --soak-seconds ${options.soakSeconds}`}` : ''}\`` +
         ` on ${new Date().toISOString().slice(0, 10)}, commit ${describeCommit()}: ${os.cpus().length} CPUs, ` +
         `load average ${loadAtStart.toFixed(1)} at the start, ${(os.loadavg()[0] ?? 0).toFixed(1)} at the end; ` +
-        `Node ${process.version}, PostgreSQL ${postgresVersion} on ${new URL(serverUrl).host}, LOG_LEVEL=info; ` +
-        `${options.connections} connections; median of ${options.rounds} rounds of ${options.roundSeconds} s, ` +
-        `metrics on (METRICS_PORT set) but for the instance measured with them off (create-link-token only); ` +
-        (targets.pooled
-          ? `an instance of the service on the same database through ${targets.pooled.pooler}; `
-          : '') +
-        `rounds alternate between the instances and the baseline` +
-        `; removal rounds of ${rows.removalRoundSizes.accounts} and ` +
-        `${rows.removalRoundSizes.institutions} requests on seeded connections; errors = non-2xx + socket errors, ` +
-        `over all rounds.`,
+        `Node ${process.version}, PostgreSQL ${postgresVersion} on ${new URL(serverUrl).host}, LOG_LEVEL=info` +
+        (rows
+          ? `; ${options.connections} connections; median of ${options.rounds} rounds of ${options.roundSeconds} s, ` +
+            `metrics on (METRICS_PORT set) but for the instance measured with them off (create-link-token only); ` +
+            (targets.pooled
+              ? `an instance of the service on the same database through ${targets.pooled.pooler}; `
+              : '') +
+            `rounds alternate between the instances and the baseline` +
+            `; removal rounds of ${rows.removalRoundSizes.accounts} and ` +
+            `${rows.removalRoundSizes.institutions} requests on seeded connections; errors = non-2xx + socket errors, ` +
+            `over all rounds.`
+          : '.'),
     );
     print('');
-    print(formatTable(rows, { idle, endOfLoad }, soak));
-    for (const note of rows.notes) print(`Note: ${note}.`);
+    if (rows) {
+      print(formatTable(rows, { idle, endOfLoad }, soak));
+      for (const note of rows.notes) print(`Note: ${note}.`);
+      print('');
+    }
+    print(formatBurst(burst));
     print('');
     if (soak) print(formatSoak(soak));
     print(formatConsistency(consistency));
     print(`Took ${((Date.now() - started) / 1000).toFixed(0)} s.`);
 
-    const failures = findFailures(rows, soak, consistency);
+    const failures = findFailures(rows, soak, consistency, burst);
     for (const failure of failures) progress(`FAILED: ${failure}`);
     succeeded = failures.length === 0;
     return succeeded ? 0 : 1;

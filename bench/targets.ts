@@ -23,7 +23,7 @@ export interface BenchTargets {
    * measured for create-link-token only, beside the direct instance, whose metrics are on.
    */
   metricsOff: { url: string; process: BenchProcess };
-  passthrough: { url: string; emulator: EmulatorProcess };
+  passthrough: { url: string; emulator: EmulatorProcess; process: BenchProcess };
   ceiling: { url: string };
 }
 

@@ -12,23 +12,27 @@ interface Waiting<I, O> {
  */
 export class StatementBatcher<I, O> {
   private readonly waiting: Waiting<I, O>[] = [];
-  private running = false;
+  private running = 0;
 
-  /** `write` answers one output per input, in the inputs' order. */
+  /**
+   * `write` answers one output per input, in the inputs' order. `maxConcurrent`: writes under way at
+   * once (each on a connection of its own): while one waits for its commit, the next can be sent.
+   */
   constructor(
     private readonly write: (inputs: I[]) => Promise<O[]>,
     private readonly maxBatch = 100,
+    private readonly maxConcurrent = 1,
   ) {}
 
   submit(input: I): Promise<O> {
     return new Promise<O>((resolve, reject) => {
       this.waiting.push({ input, resolve, reject });
-      if (!this.running) void this.writeWaiting();
+      if (this.running < this.maxConcurrent) void this.writeWaiting();
     });
   }
 
   private async writeWaiting(): Promise<void> {
-    this.running = true;
+    this.running += 1;
     while (this.waiting.length > 0) {
       const batch = this.waiting.splice(0, this.maxBatch);
       try {
@@ -41,6 +45,6 @@ export class StatementBatcher<I, O> {
         for (const waiting of batch) waiting.reject(error);
       }
     }
-    this.running = false;
+    this.running -= 1;
   }
 }

@@ -128,6 +128,44 @@ export async function writeConnectionHealth(
  * numbered in the order their transactions commit (the row lock orders them), so the website can drop
  * a late, older one.
  */
+/**
+ * Writes the healths of several connections in one statement, as writeConnectionHealth writes one; the
+ * caller holds their row locks and has checked each change is newer. Throws unless each was written.
+ */
+export async function writeConnectionHealths(
+  db: Queryable,
+  changes: readonly { connectionId: string; health: ConnectionHealth }[],
+): Promise<void> {
+  if (changes.length === 0) return;
+  const column = <T>(read: (change: { connectionId: string; health: ConnectionHealth }) => T) =>
+    changes.map(read);
+  const { rowCount } = await db.query(
+    `UPDATE connections c
+        SET status = v.status, error_code = v.error_code, consent_expiration_time = v.consent_expiration_time,
+            disconnect_reason = v.disconnect_reason, disconnect_time = v.disconnect_time,
+            new_accounts_available = v.new_accounts_available, status_observed_at = v.observed_at,
+            updated_at = now()
+       FROM unnest($1::bigint[], $2::text[], $3::text[], $4::timestamptz[], $5::text[], $6::timestamptz[],
+                   $7::boolean[], $8::timestamptz[])
+            AS v(id, status, error_code, consent_expiration_time, disconnect_reason, disconnect_time,
+                 new_accounts_available, observed_at)
+      WHERE c.id = v.id`,
+    [
+      column((change) => change.connectionId),
+      column((change) => change.health.status),
+      column((change) => change.health.errorCode),
+      column((change) => change.health.consentExpirationTime),
+      column((change) => change.health.disconnectReason),
+      column((change) => change.health.disconnectTime),
+      column((change) => change.health.newAccountsAvailable),
+      column((change) => change.health.observedAt),
+    ],
+  );
+  if (rowCount !== changes.length) {
+    throw new Error(`writeConnectionHealths: ${rowCount} of ${changes.length} locked connections written`);
+  }
+}
+
 export async function takeNotificationSequence(db: Queryable, connectionId: string): Promise<number> {
   const { rows } = await db.query<{ sequence: string }>(
     `UPDATE connections SET notification_sequence = notification_sequence + 1 WHERE id = $1
@@ -138,6 +176,28 @@ export async function takeNotificationSequence(db: Queryable, connectionId: stri
   if (!row)
     throw new Error('takeNotificationSequence: the connection is gone; take the sequence before removing it');
   return Number(row.sequence);
+}
+
+/**
+ * Takes `count` notification numbers for each connection in one statement, as takeNotificationSequence
+ * takes one: the first of each connection's, by connection id. Throws unless each connection was there.
+ */
+export async function takeNotificationSequences(
+  db: Queryable,
+  counts: ReadonlyMap<string, number>,
+): Promise<Map<string, number>> {
+  if (counts.size === 0) return new Map();
+  const { rows } = await db.query<{ id: string; first: string }>(
+    `UPDATE connections c SET notification_sequence = c.notification_sequence + v.count
+       FROM unnest($1::bigint[], $2::int[]) AS v(id, count)
+      WHERE c.id = v.id
+     RETURNING c.id::text AS id, c.notification_sequence - v.count + 1 AS first`,
+    [[...counts.keys()], [...counts.values()]],
+  );
+  if (rows.length !== counts.size) {
+    throw new Error('takeNotificationSequences: a connection is gone; take the sequences before removing it');
+  }
+  return new Map(rows.map((row) => [row.id, Number(row.first)]));
 }
 
 /** Deletes the connection and, through the foreign key, its accounts; returns how many accounts went. */
@@ -203,6 +263,26 @@ export async function snapshotConnections(db: Queryable): Promise<{ total: numbe
  * Notes that Plaid sent a webhook about this Item (a verified delivery seen for the first time), in the
  * caller's transaction; an Item no connection holds changes nothing.
  */
+/**
+ * The connections of these Items, locked in id order (so that transactions locking overlapping sets wait
+ * for each other in one order and never deadlock), each noted as having had a webhook now, as
+ * noteWebhookReceived notes one; read as they are once locked.
+ */
+export async function lockConnectionsNotingWebhook(
+  db: Queryable,
+  itemIds: readonly string[],
+): Promise<Connection[]> {
+  if (itemIds.length === 0) return [];
+  const { rows } = await db.query<Connection>(
+    `WITH locked AS MATERIALIZED (
+       SELECT id FROM connections WHERE provider_item_id = ANY($1::text[]) ORDER BY id FOR UPDATE)
+     UPDATE connections c SET last_webhook_at = now() FROM locked WHERE c.id = locked.id
+     RETURNING ${RECORD_COLUMNS}`,
+    [itemIds],
+  );
+  return rows;
+}
+
 export async function noteWebhookReceived(db: Queryable, itemId: string): Promise<void> {
   await db.query(`UPDATE connections SET last_webhook_at = now() WHERE provider_item_id = $1`, [itemId]);
 }

@@ -90,6 +90,37 @@ export async function enqueueAccountRemoval(
   return (rows[0] as { id: string }).id;
 }
 
+/** Queues several notifications to the website in one statement, in the given order, as enqueueNotification queues one. */
+export async function enqueueNotifications(
+  db: Queryable,
+  notifications: readonly {
+    webhookId: string;
+    type: NotificationType;
+    itemId: string;
+    subscriptionUserId: string;
+    body: string;
+  }[],
+): Promise<void> {
+  if (notifications.length === 0) return;
+  const { rowCount } = await db.query(
+    `INSERT INTO outbox (kind, webhook_id, notification_type, provider_item_id, subscription_user_id, body)
+     SELECT 'website_notification', v.webhook_id, v.type, v.item_id, v.user_id, v.body
+       FROM unnest($1::uuid[], $2::text[], $3::text[], $4::text[], $5::text[]) WITH ORDINALITY
+            AS v(webhook_id, type, item_id, user_id, body, position)
+      ORDER BY v.position`,
+    [
+      notifications.map((notification) => notification.webhookId),
+      notifications.map((notification) => notification.type),
+      notifications.map((notification) => notification.itemId),
+      notifications.map((notification) => notification.subscriptionUserId),
+      notifications.map((notification) => notification.body),
+    ],
+  );
+  if (rowCount !== notifications.length) {
+    throw new Error(`enqueueNotifications: ${rowCount} of ${notifications.length} queued`);
+  }
+}
+
 export async function enqueueNotification(
   db: Queryable,
   notification: {

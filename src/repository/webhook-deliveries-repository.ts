@@ -20,6 +20,37 @@ export async function recordWebhookDelivery(
 }
 
 /**
+ * Records verified Plaid deliveries in one statement, as recordWebhookDelivery records one: for each, in
+ * the given order, whether it is the first of its token (a token twice in `deliveries` is first once).
+ * Inserted in the order of their keys, so that two transactions recording overlapping deliveries wait
+ * for each other in one order and never deadlock.
+ */
+export async function recordWebhookDeliveries(
+  db: Queryable,
+  deliveries: readonly {
+    verificationSha256: Buffer;
+    itemId: string | null;
+    webhookType: string;
+    webhookCode: string;
+  }[],
+): Promise<boolean[]> {
+  const { rows } = await db.query<{ key: string }>(
+    `INSERT INTO webhook_deliveries (verification_sha256, item_id, webhook_type, webhook_code)
+     SELECT * FROM unnest($1::bytea[], $2::text[], $3::text[], $4::text[]) ORDER BY 1
+     ON CONFLICT (verification_sha256) DO NOTHING
+     RETURNING encode(verification_sha256, 'hex') AS key`,
+    [
+      deliveries.map((delivery) => delivery.verificationSha256),
+      deliveries.map((delivery) => delivery.itemId),
+      deliveries.map((delivery) => delivery.webhookType),
+      deliveries.map((delivery) => delivery.webhookCode),
+    ],
+  );
+  const inserted = new Set(rows.map((row) => row.key));
+  return deliveries.map((delivery) => inserted.delete(delivery.verificationSha256.toString('hex')));
+}
+
+/**
  * Records a verified Teller delivery by its webhook's `id`; false when that `id` was recorded before:
  * Teller delivers an event again (after a non-2xx, or twice) with the same `id` and a fresh signature
  * (https://teller.io/docs/api/webhooks), so the id, not the signature, is the event's identity. The key is

@@ -1,6 +1,10 @@
 import { createHash } from 'node:crypto';
+import { CommitOutcomeUnknownError, isDatabaseUnavailableError } from '../db/database-errors';
+import type { PoolClient } from '../db/pool';
+import { StatementBatcher } from '../db/statement-batcher';
 import { withTransaction } from '../db/transactions';
-import { applySignal, type SignalOutcome } from '../domain/connections/connection-changes';
+import type { SignalOutcome } from '../domain/connections/connection-changes';
+import { SignalBatch } from '../domain/connections/signal-batch';
 import { plaidWebhookSchema, readPlaidWebhook, type PlaidWebhook } from '../domain/connections/plaid-signals';
 import { AppError } from '../errors';
 import {
@@ -10,8 +14,8 @@ import {
   type VerifiedWebhook,
   type WebhookVerifier,
 } from '../provider/webhook-verifier';
-import { lockConnection, noteWebhookReceived } from '../repository/connections-repository';
-import { recordWebhookDelivery } from '../repository/webhook-deliveries-repository';
+import { lockConnectionsNotingWebhook } from '../repository/connections-repository';
+import { recordWebhookDeliveries } from '../repository/webhook-deliveries-repository';
 import { deliverRemoval } from './removal-delivery';
 import type { UseCaseDependencies } from './use-case-dependencies';
 
@@ -22,15 +26,56 @@ import type { UseCaseDependencies } from './use-case-dependencies';
  */
 export type WebhookOutcome = 'applied' | 'duplicate' | 'stale' | 'ignored' | 'unknown_item';
 
+/** A verified webhook's outcome, and whether it was recorded now for the first time (not a replay). */
+export interface ReceivedWebhook {
+  outcome: WebhookOutcome;
+  firstDelivery: boolean;
+}
+
 /** What an applied webhook did. */
 type WebhookEffect = Extract<SignalOutcome, { outcome: 'applied' }>['effect'];
+
+/** A webhook whose signature verified, to apply. */
+interface VerifiedDelivery {
+  webhook: PlaidWebhook;
+  verificationSha256: Buffer;
+  issuedAt: Date;
+}
+
+/** What applying one delivery came to, once committed. */
+interface AppliedDelivery {
+  outcome: WebhookOutcome;
+  /** Recorded now; false for a replay of a delivery recorded before. */
+  firstDelivery: boolean;
+  effect?: WebhookEffect;
+  outboxId?: string;
+}
+
+/** One delivery's end in a batch: applied (and committed), or the error that stopped it. */
+type SettledDelivery = { applied: AppliedDelivery } | { failed: unknown };
+
+/**
+ * Deliveries applied in one transaction at most; and transactions of deliveries under way at once. A
+ * burst (a bank back from an outage: a webhook for every Item at it) then costs one commit per batch
+ * instead of one per webhook, and a few pool connections instead of one per request in flight.
+ */
+const MAX_DELIVERIES_PER_TRANSACTION = 100;
+const CONCURRENT_TRANSACTIONS = 2;
 
 /**
  * Plaid's webhooks, verified, then applied: statuses, new accounts, and revocations (which remove
  * exactly as the website's own removals do). Applying one is idempotent on the connection's state.
  */
 export class PlaidWebhooks {
-  constructor(private readonly deps: UseCaseDependencies & { webhookVerifier: WebhookVerifier }) {}
+  private readonly deliveries: StatementBatcher<VerifiedDelivery, SettledDelivery>;
+
+  constructor(private readonly deps: UseCaseDependencies & { webhookVerifier: WebhookVerifier }) {
+    this.deliveries = new StatementBatcher(
+      (batch) => this.applyBatch(batch),
+      MAX_DELIVERIES_PER_TRANSACTION,
+      CONCURRENT_TRANSACTIONS,
+    );
+  }
 
   /** Refuses, before the body is read, a request whose Plaid-Verification cannot be a signed token. */
   refuseMalformedSignature(signature: string | undefined): void {
@@ -56,7 +101,7 @@ export class PlaidWebhooks {
     signature: string | undefined,
     source?: string,
     onVerified?: (itemId: string) => void,
-  ): Promise<WebhookOutcome> {
+  ): Promise<ReceivedWebhook> {
     let verified: VerifiedWebhook;
     try {
       verified = await this.deps.webhookVerifier.verify(rawBody, signature, source);
@@ -86,7 +131,7 @@ export class PlaidWebhooks {
     if (!parsed.success) {
       this.deps.logger.warn('verified webhook of an unexpected shape; ignored');
       this.deps.metrics?.countWebhook(undefined, undefined, 'ignored');
-      return 'ignored';
+      return { outcome: 'ignored', firstDelivery: false };
     }
     if (parsed.data.item_id) onVerified?.(parsed.data.item_id);
     const verificationSha256 = createHash('sha256')
@@ -95,42 +140,18 @@ export class PlaidWebhooks {
     return this.applyWebhook(parsed.data, verificationSha256, new Date(verified.issuedAt * 1000));
   }
 
+  /**
+   * Applies a verified webhook together with those verified at the same moment: answered once its
+   * transaction committed, as alone. A repeated delivery is recorded, and applied, once.
+   */
   private async applyWebhook(
     webhook: PlaidWebhook,
     verificationSha256: Buffer,
     issuedAt: Date,
-  ): Promise<WebhookOutcome> {
-    const result = await withTransaction(
-      this.deps.pool,
-      async (client): Promise<{ outcome: WebhookOutcome; effect?: WebhookEffect; outboxId?: string }> => {
-        const first = await recordWebhookDelivery(client, {
-          verificationSha256,
-          itemId: webhook.item_id ?? null,
-          webhookType: webhook.webhook_type,
-          webhookCode: webhook.webhook_code,
-        });
-        if (!first) return { outcome: 'duplicate' };
-        if (webhook.item_id) await noteWebhookReceived(client, webhook.item_id);
-        // What the webhook means is the domain's: Plaid's codes read as signals, the state machine's effect.
-        const about = readPlaidWebhook(webhook);
-        if (!about) return { outcome: 'ignored' };
-        const connection = await lockConnection(client, { itemId: about.itemId });
-        if (!connection) return { outcome: 'unknown_item' };
-        if (!about.signal) return { outcome: 'ignored' };
-        const applied = await applySignal(client, this.deps.websiteNotifications, connection, about.signal, {
-          observedAt: issuedAt,
-          source: 'webhook',
-          webhookCode: webhook.webhook_code,
-        });
-        if (applied.outcome === 'stale') return { outcome: 'stale' };
-        if (applied.outcome === 'unchanged') return { outcome: 'duplicate' };
-        return {
-          outcome: 'applied',
-          effect: applied.effect,
-          ...('outboxId' in applied ? { outboxId: applied.outboxId } : {}),
-        };
-      },
-    );
+  ): Promise<ReceivedWebhook> {
+    const settled = await this.deliveries.submit({ webhook, verificationSha256, issuedAt });
+    if ('failed' in settled) throw settled.failed;
+    const result = settled.applied;
     this.deps.metrics?.countWebhook(webhook.webhook_type, webhook.webhook_code, result.outcome);
     if (result.outcome === 'applied') this.deps.websiteNotifications.deliverSoon();
     if (result.outboxId) await deliverRemoval(this.deps, result.outboxId);
@@ -144,7 +165,65 @@ export class PlaidWebhooks {
       },
       'Plaid webhook received',
     );
-    return result.outcome;
+    return { outcome: result.outcome, firstDelivery: result.firstDelivery };
+  }
+
+  /**
+   * One transaction for the batch. When it fails for anything but the database itself (which would fail
+   * each alone as well), each delivery is applied again alone, so that one delivery's failure is its own.
+   */
+  private async applyBatch(batch: VerifiedDelivery[]): Promise<SettledDelivery[]> {
+    const applyAlone = (delivery: VerifiedDelivery) =>
+      withTransaction(this.deps.pool, (client) => this.applyInTransaction(client, [delivery])).then(
+        ([applied]): SettledDelivery => ({ applied: applied! }),
+        (failed: unknown): SettledDelivery => ({ failed }),
+      );
+    try {
+      const applied = await withTransaction(this.deps.pool, (client) =>
+        this.applyInTransaction(client, batch),
+      );
+      return applied.map((one) => ({ applied: one }));
+    } catch (error) {
+      const together =
+        batch.length === 1 || isDatabaseUnavailableError(error) || error instanceof CommitOutcomeUnknownError;
+      if (together) return batch.map(() => ({ failed: error }));
+      return Promise.all(batch.map(applyAlone));
+    }
+  }
+
+  /**
+   * Each delivery recorded (a token seen before is a replay: `duplicate`), every connection the first
+   * ones name locked in id order and noted, then each applied in turn as the state machine says, on the
+   * connection as the ones before it left it; their writes go together (SignalBatch).
+   */
+  private async applyInTransaction(
+    client: PoolClient,
+    batch: VerifiedDelivery[],
+  ): Promise<AppliedDelivery[]> {
+    const firsts = await recordWebhookDeliveries(
+      client,
+      batch.map(({ webhook, verificationSha256 }) => ({
+        verificationSha256,
+        itemId: webhook.item_id ?? null,
+        webhookType: webhook.webhook_type,
+        webhookCode: webhook.webhook_code,
+      })),
+    );
+    const named = batch.flatMap(({ webhook }, index) =>
+      firsts[index] && webhook.item_id ? [webhook.item_id] : [],
+    );
+    const locked = await lockConnectionsNotingWebhook(client, [...new Set(named)]);
+    const signals = new SignalBatch(client, this.deps.websiteNotifications, locked);
+    const results: AppliedDelivery[] = [];
+    for (const [index, { webhook, issuedAt }] of batch.entries()) {
+      results.push(
+        firsts[index]
+          ? { ...(await applyFirstDelivery(signals, webhook, issuedAt)), firstDelivery: true }
+          : { outcome: 'duplicate', firstDelivery: false },
+      );
+    }
+    await signals.flush();
+    return results;
   }
 }
 
@@ -164,4 +243,30 @@ function claimedKindOf(rawBody: Buffer): { webhook_type?: string; webhook_code?:
   } catch {
     return {};
   }
+}
+
+/** What a delivery seen for the first time does, applied in its batch. */
+async function applyFirstDelivery(
+  signals: SignalBatch,
+  webhook: PlaidWebhook,
+  issuedAt: Date,
+): Promise<Omit<AppliedDelivery, 'firstDelivery'>> {
+  // What the webhook means is the domain's: Plaid's codes read as signals, the state machine's effect.
+  const about = readPlaidWebhook(webhook);
+  if (!about) return { outcome: 'ignored' };
+  const connection = await signals.connectionOf(about.itemId);
+  if (!connection) return { outcome: 'unknown_item' };
+  if (!about.signal) return { outcome: 'ignored' };
+  const applied = await signals.apply(connection, about.signal, {
+    observedAt: issuedAt,
+    source: 'webhook',
+    webhookCode: webhook.webhook_code,
+  });
+  if (applied.outcome === 'stale') return { outcome: 'stale' };
+  if (applied.outcome === 'unchanged') return { outcome: 'duplicate' };
+  return {
+    outcome: 'applied',
+    effect: applied.effect,
+    ...('outboxId' in applied && applied.outboxId ? { outboxId: applied.outboxId } : {}),
+  };
 }

@@ -41,7 +41,9 @@ export const limits = settingGroup({
       schema: positiveInt(6_000),
       description:
         'per sender address (an IPv6 sender by its /64) on the public route `POST /webhooks/plaid`, counted before ' +
-        `its body is read, per instance (see [exposing it](${SEE.publicRoute}))`,
+        'its body is read, per instance; a Plaid webhook that verifies and is recorded for the first time gives its ' +
+        "request back, so the budget counts what does not verify and replays, never Plaid's own bursts " +
+        `(see [exposing it](${SEE.publicRoute}))`,
     }),
     TRUST_PROXY: setting({
       schema: optionalText.transform(parseTrustProxy),

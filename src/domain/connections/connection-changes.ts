@@ -6,7 +6,7 @@ import {
   lockItem,
   writeConnectionHealth,
 } from '../../repository/connections-repository';
-import { recordEvent } from '../../repository/events-repository';
+import { recordEvent, type EventRecord } from '../../repository/events-repository';
 import { enqueueAccountRemoval, enqueueItemRemoval } from '../../repository/outbox-repository';
 import type { BankAccount } from '../../vocabulary/bank-account';
 import type { NotifiedRemovalReason, StatusChangeSource } from '../../vocabulary/notification-types';
@@ -14,7 +14,11 @@ import type { RemovalReason } from '../../vocabulary/removal-reasons';
 import type { ProviderName } from '../../vocabulary/providers';
 import { eventFieldsOf, type Connection, type ConnectionHealth } from './connection';
 import { transitionOf, type ConnectionSignal, type Transition } from './connection-health';
-import { notifyWebsite, type WebsiteNotifications } from './connection-notifications';
+import {
+  notifyWebsite,
+  type NotificationDetail,
+  type WebsiteNotifications,
+} from './connection-notifications';
 
 /**
  * The changes that change or remove a connection, each inside the caller's transaction and each with
@@ -272,30 +276,46 @@ export async function applySignal(
   }
 }
 
-/** A change of health written, told to the website as the state machine says, and recorded. */
-async function writeHealthChange(
-  client: PoolClient,
-  notifications: WebsiteNotifications,
+/** A health change's notifications to the website, in the order they are sent, and its event. */
+export interface HealthChangeWrites {
+  notifications: (
+    | { type: 'connection.status_changed'; detail: NotificationDetail<'connection.status_changed'> }
+    | {
+        type: 'connection.new_accounts_available';
+        detail: NotificationDetail<'connection.new_accounts_available'>;
+      }
+  )[];
+  event: EventRecord;
+}
+
+/**
+ * What a change of health writes besides the health itself: the website's notifications, as the state
+ * machine says, and the event that records it. Decided here once, whether written alone or in a batch.
+ */
+export function healthChangeWrites(
   connection: Connection,
   { health, notifications: toNotify }: Extract<Transition, { kind: 'health_changed' }>,
   origin: SignalOrigin,
-): Promise<void> {
-  await writeConnectionHealth(client, connection.id, health);
+): HealthChangeWrites {
+  const notifications: HealthChangeWrites['notifications'] = [];
   if (toNotify.includes('connection.status_changed')) {
-    await notifyWebsite(client, notifications, connection, 'connection.status_changed', {
-      status: health.status,
-      previous_status: connection.status,
-      error_code: health.errorCode,
-      consent_expiration_time: health.consentExpirationTime?.toISOString() ?? null,
-      disconnect_reason: health.disconnectReason,
-      disconnect_time: health.disconnectTime?.toISOString() ?? null,
-      source: origin.source,
+    notifications.push({
+      type: 'connection.status_changed',
+      detail: {
+        status: health.status,
+        previous_status: connection.status,
+        error_code: health.errorCode,
+        consent_expiration_time: health.consentExpirationTime?.toISOString() ?? null,
+        disconnect_reason: health.disconnectReason,
+        disconnect_time: health.disconnectTime?.toISOString() ?? null,
+        source: origin.source,
+      },
     });
   }
   if (toNotify.includes('connection.new_accounts_available')) {
-    await notifyWebsite(client, notifications, connection, 'connection.new_accounts_available', {});
+    notifications.push({ type: 'connection.new_accounts_available', detail: {} });
   }
-  await recordEvent(client, {
+  const event: EventRecord = {
     ...eventFieldsOf(connection),
     kind: 'connection_status_changed',
     detail: {
@@ -306,5 +326,22 @@ async function writeHealthChange(
       new_accounts_available: health.newAccountsAvailable,
       source: sourceOf(origin),
     },
-  });
+  };
+  return { notifications, event };
+}
+
+/** A change of health written, told to the website as the state machine says, and recorded. */
+async function writeHealthChange(
+  client: PoolClient,
+  notifications: WebsiteNotifications,
+  connection: Connection,
+  transition: Extract<Transition, { kind: 'health_changed' }>,
+  origin: SignalOrigin,
+): Promise<void> {
+  const writes = healthChangeWrites(connection, transition, origin);
+  await writeConnectionHealth(client, connection.id, transition.health);
+  for (const { type, detail } of writes.notifications) {
+    await notifyWebsite(client, notifications, connection, type, detail);
+  }
+  await recordEvent(client, writes.event);
 }

@@ -1,8 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import { z } from 'zod';
 import type { PoolClient } from '../../db/pool';
-import { takeNotificationSequence } from '../../repository/connections-repository';
-import { enqueueNotification } from '../../repository/outbox-repository';
+import { takeNotificationSequence, takeNotificationSequences } from '../../repository/connections-repository';
+import { enqueueNotification, enqueueNotifications } from '../../repository/outbox-repository';
 import { CONNECTION_STATUSES } from '../../vocabulary/connection-statuses';
 import { PROVIDERS } from '../../vocabulary/providers';
 import {
@@ -131,6 +131,46 @@ export async function notifyWebsite<T extends NotificationType>(
 ): Promise<void> {
   if (!notifications.enabled) return;
   const sequence = await takeNotificationSequence(client, connection.id);
+  await enqueueNotification(client, notificationOf(connection, type, detail, sequence));
+}
+
+/** A notification to record: the locked connection it is about, its type and what it says. */
+export interface NotificationToRecord<T extends NotificationType = NotificationType> {
+  connection: Connection;
+  type: T;
+  detail: NotificationDetail<T>;
+}
+
+/**
+ * Records several notifications as notifyWebsite records each, in two statements: numbered per connection
+ * in the given order, after each connection's previous ones.
+ */
+export async function notifyWebsiteAll(
+  client: PoolClient,
+  notifications: WebsiteNotifications,
+  toRecord: readonly NotificationToRecord[],
+): Promise<void> {
+  if (!notifications.enabled || toRecord.length === 0) return;
+  const counts = new Map<string, number>();
+  for (const { connection } of toRecord) counts.set(connection.id, (counts.get(connection.id) ?? 0) + 1);
+  const next = await takeNotificationSequences(client, counts);
+  await enqueueNotifications(
+    client,
+    toRecord.map(({ connection, type, detail }) => {
+      const sequence = next.get(connection.id) as number;
+      next.set(connection.id, sequence + 1);
+      return notificationOf(connection, type, detail, sequence);
+    }),
+  );
+}
+
+/** The outbox row of one notification: its Standard Webhooks id and its exact body. */
+function notificationOf<T extends NotificationType>(
+  connection: Connection,
+  type: T,
+  detail: NotificationDetail<T>,
+  sequence: number,
+) {
   const body = JSON.stringify({
     type,
     timestamp: new Date().toISOString(),
@@ -145,11 +185,11 @@ export async function notifyWebsite<T extends NotificationType>(
     },
   });
   if (Buffer.byteLength(body) > MAX_BODY_BYTES) throw new Error(`a ${type} notification over 20 kB`);
-  await enqueueNotification(client, {
+  return {
     webhookId: randomUUID(),
     type,
     itemId: connection.itemId,
     subscriptionUserId: connection.subscriptionUserId,
     body,
-  });
+  };
 }

@@ -8,6 +8,20 @@ import { setRateLimitHeaders } from './problem-handler';
 
 const resetSecondsOf = (state: RateLimiterRes) => Math.max(1, Math.ceil(state.msBeforeNext / 1000));
 
+/** Where a counted request keeps the way to give its point back (see giveBackRateLimitPoint). */
+const GIVE_BACK = 'giveBackRateLimitPoint';
+
+/**
+ * Gives back the point the request's limiter counted for it, when the handler found the request was one
+ * the limit is not meant to count; nothing when no limiter counted it. The answer's RateLimit headers
+ * still show the budget as it was before.
+ */
+export function giveBackRateLimitPoint(res: Response): void {
+  const giveBack = res.locals[GIVE_BACK] as (() => void) | undefined;
+  res.locals[GIVE_BACK] = undefined;
+  giveBack?.();
+}
+
 /** Who a limit counts: the key a request is counted under, and how the refusal names it. */
 interface LimitedParty {
   keyPrefix: string;
@@ -47,6 +61,7 @@ function limitRequests(
       remaining: state.remainingPoints,
       resetSeconds: resetSecondsOf(state),
     });
+    res.locals[GIVE_BACK] = () => void limiter.reward(key, 1).catch(() => undefined);
     next();
   };
 }
@@ -71,7 +86,10 @@ export const limitAdminRequests = (perMinute: number | undefined, metrics?: Serv
 /**
  * Each source on the public route (`req.ip`, which honours TRUST_PROXY behind a load balancer; an IPv6
  * sender counted by its /64, as `toSourceKey` says): a flood from one source is refused before its body
- * is read, and other senders, Plaid among them, keep their own budget.
+ * is read, and other senders, Plaid among them, keep their own budget. Plaid's webhook route gives the
+ * point back for each webhook that verified and was recorded for the first time (giveBackRateLimitPoint):
+ * the budget counts what does not verify and replays, so that Plaid's own burst from its few addresses
+ * is never refused by it.
  */
 export const limitRequestsPerSource = (perMinute: number | undefined, metrics?: ServiceMetrics) =>
   limitRequests(

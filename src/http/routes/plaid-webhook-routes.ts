@@ -1,5 +1,6 @@
 import { PLAID_WEBHOOK_PATH } from '../../vocabulary/plaid-webhooks';
 import { defineEndpoint } from '../endpoint-declaration';
+import { giveBackRateLimitPoint } from '../middleware/request-rate-limit';
 import { noteSubjects } from '../middleware/request-log';
 import { webhookBody, webhookResponse } from '../schemas/connection-schemas';
 
@@ -21,7 +22,9 @@ export const receivePlaidWebhook = defineEndpoint({
     'refused before the body is read); the body is capped at 8 kB. When the key cannot be had now (Plaid ' +
     'does not answer, or this sender already made the service look up too many unknown key ids this ' +
     'minute) the answer is `503` and Plaid delivers again. Each sender address has its own request budget ' +
-    '(`WEBHOOK_REQUESTS_PER_MINUTE`). Verification is never switched off: the emulator signs its webhooks.\n\n' +
+    '(`WEBHOOK_REQUESTS_PER_MINUTE`), counted before the body is read and given back for each webhook that ' +
+    'verified and was recorded for the first time, so that only what does not verify, and replays, spend ' +
+    'it. Verification is never switched off: the emulator signs its webhooks.\n\n' +
     'Applying a webhook is idempotent on the connection’s state: a repeated delivery changes nothing more, ' +
     'and one signed before the connection’s last known state is ignored; it is answered at once. One for an ' +
     'Item this service does not know is answered `200` and logged. Expose only this path publicly (see ' +
@@ -50,13 +53,15 @@ export const receivePlaidWebhook = defineEndpoint({
   refuseEarly: (req, useCases) =>
     useCases.plaidWebhooks.refuseMalformedSignature(req.get('plaid-verification')),
   handle: async (_input, { useCases, req, res }) => {
-    await useCases.plaidWebhooks.receiveWebhook(
+    const { firstDelivery } = await useCases.plaidWebhooks.receiveWebhook(
       req.body as Buffer,
       req.get('plaid-verification'),
       req.ip ?? req.socket.remoteAddress,
       // The request line names the Item a verified webhook is about; an unverified body names nothing.
       (itemId) => noteSubjects(res, { item_id: itemId }),
     );
+    // Plaid's own deliveries do not spend the sender's budget: only what fails to verify, and replays, do.
+    if (firstDelivery) giveBackRateLimitPoint(res);
     return { received: true as const };
   },
 });

@@ -1,5 +1,14 @@
 import { randomBytes } from 'node:crypto';
-import { chmodSync, closeSync, mkdtempSync, openSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import {
+  chmodSync,
+  closeSync,
+  copyFileSync,
+  mkdtempSync,
+  openSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+} from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
@@ -26,14 +35,19 @@ import {
 import { APP_NAME } from './targets';
 
 /**
- * `npm run profile-exchange [-- --seconds N --rounds N --connections N --cpu-profile]`: where an
- * exchange's time goes, beside the passthrough's. A PostgreSQL cluster of the run's own (fsync on, as on
- * a real server, and pg_stat_statements loaded), the service and the passthrough each with an emulator
- * of its own, loaded with exchanges in turn. For each it prints the CPU time per exchange of every
+ * `npm run profile-exchange [-- --seconds N --rounds N --connections N --cpu-profile --link-tokens
+ * --nested-statements --keep-profiles DIR]`: where an exchange's time goes, beside the passthrough's. A
+ * PostgreSQL cluster of the run's own (fsync on, as on a real server, and pg_stat_statements loaded), the
+ * service and the passthrough each with an emulator of its own, loaded with exchanges in turn. For each it prints the CPU time per exchange of every
  * process that works for it (from /proc: the target, its emulator, the cluster's processes), for the
  * service the statements per exchange and their mean times, and with --cpu-profile the service's own
  * CPU time by activity (`node --cpu-prof`). The machine is shared: read CPU per exchange rather than
  * req/s, and compare runs made at a similar load.
+ *
+ * `--link-tokens` measures `/create-link-token` the same way instead (its passthrough makes the same
+ * Plaid call); `--nested-statements` lists the statements run inside functions and triggers too, by
+ * their total time; `--keep-profiles DIR` (with --cpu-profile) profiles the passthrough as well and
+ * keeps both profiles in DIR, to compare them function by function.
  */
 
 const WARM_UP_SECONDS = 3;
@@ -45,6 +59,9 @@ function readOptions() {
       rounds: { type: 'string', default: '2' },
       connections: { type: 'string', default: '20' },
       'cpu-profile': { type: 'boolean', default: false },
+      'link-tokens': { type: 'boolean', default: false },
+      'nested-statements': { type: 'boolean', default: false },
+      'keep-profiles': { type: 'string' },
     },
     strict: true,
   });
@@ -53,6 +70,9 @@ function readOptions() {
     rounds: readWholeNumber('rounds', values.rounds, 1, 9),
     connections: readWholeNumber('connections', values.connections, 1, 200),
     cpuProfile: values['cpu-profile'],
+    linkTokens: values['link-tokens'],
+    nestedStatements: values['nested-statements'],
+    keepProfiles: values['keep-profiles'],
   };
 }
 
@@ -88,7 +108,27 @@ interface Measured {
 
 let users = 0;
 
+/** With --link-tokens, `/create-link-token` is measured instead: one Plaid call, no token to mint. */
+let measuresLinkTokens = false;
+/** What the figures are per: an exchange, or with --link-tokens a link token. */
+let unit = 'exchange';
+
 async function loadWithExchanges(target: Target, seconds: number, connections: number) {
+  if (measuresLinkTokens) {
+    return runLoad({
+      url: target.url,
+      method: 'POST',
+      path: '/create-link-token',
+      headers: target.headers,
+      connections,
+      seconds,
+      setupRequest: (request) => {
+        users += 1;
+        const body = JSON.stringify({ subscription_user_id: `profile-${users}`, app_name: APP_NAME });
+        return { ...request, body };
+      },
+    });
+  }
   // Enough public tokens for a fast round; any left over are never used.
   const tokens = await target.emulator.mintPublicTokens(Math.ceil(seconds * 1_500));
   return runLoad({
@@ -132,14 +172,19 @@ async function measure(
   };
 }
 
-async function readStatements(superuserUrl: string, exchanges: number): Promise<string[]> {
+/**
+ * The statements by how often they ran; with `nested` (--nested-statements, pg_stat_statements.track =
+ * all), those run inside functions and triggers too, by the time they took.
+ */
+async function readStatements(superuserUrl: string, exchanges: number, nested: boolean): Promise<string[]> {
   const rows = await withClient(superuserUrl, async (client) => {
     const { rows: found } = await client.query<{ calls: string; mean_ms: number; query: string }>(
       `SELECT calls, mean_exec_time AS mean_ms, regexp_replace(query, '\\s+', ' ', 'g') AS query
          FROM pg_stat_statements
         WHERE dbid = (SELECT oid FROM pg_database WHERE datname = current_database())
-          AND query NOT LIKE '%pg_stat_statements%' AND toplevel
-        ORDER BY calls DESC LIMIT 20`,
+          AND query NOT LIKE '%pg_stat_statements%' AND (toplevel OR $1)
+        ORDER BY CASE WHEN $1 THEN total_exec_time ELSE calls END DESC LIMIT 30`,
+      [nested],
     );
     return found;
   });
@@ -147,8 +192,8 @@ async function readStatements(superuserUrl: string, exchanges: number): Promise<
     .filter((row) => Number(row.calls) / exchanges >= 0.01)
     .map(
       (row) =>
-        `  ${(Number(row.calls) / exchanges).toFixed(2).padStart(5)} per exchange, mean ` +
-        `${row.mean_ms.toFixed(3)} ms: ${row.query.slice(0, 100)}`,
+        `  ${(Number(row.calls) / exchanges).toFixed(2).padStart(5)} per ${unit}, mean ` +
+        `${row.mean_ms.toFixed(3)} ms: ${row.query.slice(0, nested ? 160 : 100)}`,
     );
 }
 
@@ -208,12 +253,28 @@ function summarizeProfile(file: string, exchanges: number): string[] {
     .sort((a, b) => b[1] - a[1])
     .map(
       ([activity, micros]) =>
-        `  ${((micros / busy) * 100).toFixed(0).padStart(3)}%  ${(micros / 1000 / exchanges).toFixed(3)} ms per exchange  ${activity}`,
+        `  ${((micros / busy) * 100).toFixed(0).padStart(3)}%  ${(micros / 1000 / exchanges).toFixed(3)} ms per ${unit}  ${activity}`,
     );
+}
+
+/** Copies the service's profile, and the passthrough's, into `into` (open them in Chrome's DevTools). */
+function keepProfiles(workDir: string, serviceFile: string, into: string): void {
+  const passthroughDir = path.join(workDir, 'passthrough-profile');
+  const passthroughFile = readdirSync(passthroughDir).find((name) => name.endsWith('.cpuprofile'));
+  copyFileSync(path.join(workDir, serviceFile), path.join(into, `service-${unit}.cpuprofile`));
+  if (passthroughFile) {
+    copyFileSync(
+      path.join(passthroughDir, passthroughFile),
+      path.join(into, `passthrough-${unit}.cpuprofile`),
+    );
+  }
+  progress(`CPU profiles kept in ${into}`);
 }
 
 async function run(): Promise<void> {
   const options = readOptions();
+  measuresLinkTokens = options.linkTokens;
+  if (measuresLinkTokens) unit = 'link token';
   const workDir = mkdtempSync(path.join(os.tmpdir(), 'acs-profile-'));
   // As root, the cluster's OS user must be able to enter it.
   chmodSync(workDir, 0o711);
@@ -227,7 +288,10 @@ async function run(): Promise<void> {
   try {
     cluster = await PostgresCluster.create(workDir, {
       durable: true,
-      settings: ["shared_preload_libraries = 'pg_stat_statements'", 'pg_stat_statements.track = top'],
+      settings: [
+        "shared_preload_libraries = 'pg_stat_statements'",
+        `pg_stat_statements.track = ${options.nestedStatements ? 'all' : 'top'}`,
+      ],
     });
     const databaseUrl = await cluster.createServiceDatabase('acs_profile', 'acs_profile');
     const statisticsUrl = cluster.url('acs_profile');
@@ -272,6 +336,11 @@ async function run(): Promise<void> {
         PLAID_SECRET: credentials.secret,
       },
       stdio: ['ignore', 'ignore', 'inherit', 'ipc'],
+      // Kept beside the service's, to compare them function by function.
+      nodeArgs:
+        options.cpuProfile && options.keepProfiles
+          ? ['--cpu-prof', `--cpu-prof-dir=${path.join(workDir, 'passthrough-profile')}`]
+          : [],
     });
     const headers = { 'Content-Type': 'application/json', 'X-Internal-Secret': secret };
     const targets: Target[] = [
@@ -308,7 +377,7 @@ async function run(): Promise<void> {
         if (target.name === 'service') serviceAnswered += measured.round.completed;
         progress(
           `${target.name} round ${round + 1}: ${measured.round.requestsPerSecond.toFixed(0)} req/s, ` +
-            `CPU per exchange ${(measured.cpu.target + measured.cpu.emulator + measured.cpu.postgres).toFixed(2)} ms`,
+            `CPU per ${unit} ${(measured.cpu.target + measured.cpu.emulator + measured.cpu.postgres).toFixed(2)} ms`,
         );
         await sleep(500);
       }
@@ -316,17 +385,17 @@ async function run(): Promise<void> {
     const serviceExchanges = results
       .get('service')!
       .reduce((sum, measured) => sum + measured.round.completed, 0);
-    const statements = await readStatements(statisticsUrl, serviceExchanges);
+    const statements = await readStatements(statisticsUrl, serviceExchanges, options.nestedStatements);
 
     print('');
     print(
       `\`npm run profile-exchange\` on ${new Date().toISOString().slice(0, 10)}: ${os.cpus().length} CPUs, ` +
         `load average ${(os.loadavg()[0] ?? 0).toFixed(1)}; ${options.rounds} rounds of ${options.seconds} s ` +
-        `per target, ${options.connections} connections; CPU per exchange from /proc, averaged over the rounds.`,
+        `per target, ${options.connections} connections; CPU per ${unit} from /proc, averaged over the rounds.`,
     );
     print('');
     print(
-      '| target | req/s | p50 ms | errors | its own CPU | its emulator | PostgreSQL | total CPU per exchange |',
+      `| target | req/s | p50 ms | errors | its own CPU | its emulator | PostgreSQL | total CPU per ${unit} |`,
     );
     print('| --- | --: | --: | --: | --: | --: | --: | --: |');
     for (const [name, measured] of results) {
@@ -353,6 +422,7 @@ async function run(): Promise<void> {
       await stopAllProcesses();
       const file = readdirSync(workDir).find((name) => name.endsWith('.cpuprofile'));
       if (!file) throw new Error('the service wrote no CPU profile');
+      if (options.keepProfiles) keepProfiles(workDir, file, options.keepProfiles);
       print('');
       print(
         "The service's CPU by activity (node --cpu-prof over its whole run, start-up and warm-up included):",

@@ -1,6 +1,5 @@
 import { isUtf8 } from 'node:buffer';
 import express, { type Express } from 'express';
-import helmet from 'helmet';
 import { AppError } from './errors';
 import type { Logger } from './observability/logger';
 import type { ServiceMetrics } from './observability/metrics';
@@ -13,6 +12,7 @@ import { notFoundHandler, problemHandler } from './http/middleware/problem-handl
 import { logRequests } from './http/middleware/request-log';
 import { limitAdminRequests, limitRequestsPerSource } from './http/middleware/request-rate-limit';
 import { requireJsonBody } from './http/middleware/require-json-body';
+import { setSecurityHeaders } from './http/middleware/security-headers';
 import { mountEndpoints } from './http/mount-endpoints';
 import { matchRoutes } from './http/route-matcher';
 
@@ -61,10 +61,9 @@ export function createApp(deps: AppDependencies): Express {
       detail: 'Metrics are served on the metrics port (METRICS_PORT), not on the API port.',
     });
   });
-  app.use(helmet());
+  app.use(setSecurityHeaders({ 'Cache-Control': 'no-store' }));
   const isShuttingDown = deps.isShuttingDown ?? (() => false);
   app.use((_req, res, next) => {
-    res.setHeader('Cache-Control', 'no-store');
     // Keep-alive clients reconnect (to another instance) instead of reusing a connection about to close.
     if (isShuttingDown()) res.setHeader('Connection', 'close');
     next();

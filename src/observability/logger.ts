@@ -214,6 +214,16 @@ function redactNestedKeys(object: Record<string, unknown>): Record<string, unkno
   return out;
 }
 
+/** Whether a line's own fields name its request (the request line does, written by the root logger). */
+function namesRequestItself(first: unknown): boolean {
+  return (
+    first !== null &&
+    typeof first === 'object' &&
+    !(first instanceof Error) &&
+    typeof (first as { request_id?: unknown }).request_id === 'string'
+  );
+}
+
 /** Whether a logger already names its request (a request's `req.log` does, and its children). */
 function namesItsRequest(logger: Logger): boolean {
   return (
@@ -258,8 +268,8 @@ export function createLogger(options: LoggerOptionsOfService): Logger {
         // A line logged while serving a request carries its id, whichever layer's logger wrote it; the
         // request's own logger already has it bound.
         const requestId = requestContext.getStore()?.requestId;
-        if (requestId !== undefined && !namesItsRequest(this)) {
-          const [first] = args;
+        const [first] = args;
+        if (requestId !== undefined && !namesItsRequest(this) && !namesRequestItself(first)) {
           if (first instanceof Error) args[0] = { request_id: requestId, err: first };
           else if (first !== null && typeof first === 'object') args[0] = { request_id: requestId, ...first };
           else args.unshift({ request_id: requestId } as never);

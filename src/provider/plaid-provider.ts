@@ -214,7 +214,10 @@ export class PlaidProvider implements AccountProvider {
     if ('requestId' in result) {
       this.options.metrics?.observePlaidAttempt({ operation, caller: this.caller, outcome: 'ok', seconds });
       trace.getActiveSpan()?.setAttribute('plaid.request_id', result.requestId ?? '');
-      this.options.logger.debug({ ...fields, plaid_request_id: result.requestId }, 'Plaid call');
+      // Built only when it is written: at the usual `info` level, every call would make it for nothing.
+      if (this.options.logger.isLevelEnabled('debug')) {
+        this.options.logger.debug({ ...fields, plaid_request_id: result.requestId }, 'Plaid call');
+      }
       return;
     }
     const { failure } = result;

@@ -404,12 +404,16 @@ export async function storeExchangedConnection(
         WHERE NOT locked.removal_pending AND NOT locked.item_stored
        RETURNING id
      ), new_connection AS (
+       -- Inserted with its accounts counted; the count trigger leaves the connection this statement names
+       -- in accounts_counted below (one row version, one tally).
        INSERT INTO connections (id, subscription_user_id, app_name, provider_item_id, institution_id,
                                 institution_name, access_token_ciphertext, access_token_fingerprint,
-                                accounts_signature, provider)
+                                accounts_signature, provider, account_count)
        OVERRIDING SYSTEM VALUE
-       SELECT connection_id, $3, $4, $5, $6, $7, $8, $9, $10, provider FROM finished
+       SELECT connection_id, $3, $4, $5, $6, $7, $8, $9, $10, provider, cardinality($11::text[]) FROM finished
        RETURNING id
+     ), accounts_counted AS MATERIALIZED (
+       SELECT set_config('acs.accounts_counted_with_connection', id::text, true) FROM new_connection
      ), new_accounts AS (
        INSERT INTO accounts (connection_id, provider_account_id, name, official_name, mask, type, subtype)
        SELECT new_connection.id, account.*
@@ -420,7 +424,9 @@ export async function storeExchangedConnection(
        SELECT 'exchange_completed', $3, $4, $6, $17::jsonb FROM new_connection
      )
      SELECT locked.user_removed AND EXISTS (SELECT FROM refused) AS user_removed, locked.removal_pending,
-            (SELECT id FROM new_connection) AS connection_id, (SELECT id FROM queued) AS outbox_id
+            (SELECT id FROM new_connection) AS connection_id, (SELECT id FROM queued) AS outbox_id,
+            -- Referenced so that it runs: before the accounts' count trigger, which fires at the statement's end.
+            (SELECT count(*) FROM accounts_counted) AS accounts_counted
        FROM locked`,
     values: [
       claim.fingerprint,

@@ -87,7 +87,17 @@ export function logRequests(logger: Logger, options: RequestLogOptions = {}) {
       sent !== undefined && REQUEST_ID_PATTERN.test(sent) && acceptsRequestId(req.path) ? sent : randomUUID();
     res.setHeader('X-Request-Id', id);
     req.id = id;
-    req.log = logger.child({ request_id: id });
+    // Made when first asked for: most requests log nothing but their request line, written below
+    // without it (a child logger is a copy of the logger and its bindings, serialized and redacted).
+    let child: Logger | undefined;
+    Object.defineProperty(req, 'log', {
+      configurable: true,
+      enumerable: true,
+      get: () => (child ??= logger.child({ request_id: id })),
+      set: (value: Logger) => {
+        child = value;
+      },
+    });
     // Taken now: routers rewrite req.url on the way.
     const method = req.method;
     const url = req.originalUrl;
@@ -107,8 +117,10 @@ export function logRequests(logger: Logger, options: RequestLogOptions = {}) {
       options.metrics?.observeHttpRequest(method, template, res.statusCode, seconds);
       const problem = res.locals.problem as Record<string, unknown> | undefined;
       const level = levelOf(res.statusCode, route, problem?.code, error !== undefined);
-      req.log[level](
+      // The root logger with request_id first: the same line as the request's child logger writes.
+      logger[level](
         {
+          request_id: id,
           req: { method, url: cut(redactUrl(url), MAX_LOGGED_URL_LENGTH) },
           ...(error ? { err: error } : {}),
           duration_ms: Math.round(seconds * 1000),

@@ -1,3 +1,7 @@
+// Why this file is long: it is the one module of the outbox table (the house keeps one module per table), and the
+// outbox serves two queues (removals at a provider, notifications to the website), each with its guarded lease,
+// settle and retry statements, plus the admin lists' keyset pages and a webhook batch's notifications.
+
 import type { NotificationType } from '../vocabulary/notification-types';
 import type { RemovalReason } from '../vocabulary/removal-reasons';
 import type { ProviderName } from '../vocabulary/providers';

@@ -386,3 +386,15 @@ export function explainErrorCode(code: string): ErrorExplanation {
 export function explanationOf(code: string | null): ErrorExplanation | null {
   return code === null ? null : explainErrorCode(code);
 }
+
+/**
+ * An event's `error_explanation`: the explanation of the `error_code` its detail records (a change of
+ * health records the provider's), null when it records none. The Item's and the user's admin views both
+ * explain their events through it.
+ */
+export function explanationOfEventDetail(
+  detail: Readonly<Record<string, string | number | boolean | null>>,
+): ErrorExplanation | null {
+  const code = detail.error_code;
+  return typeof code === 'string' ? explainErrorCode(code) : null;
+}

@@ -10,6 +10,7 @@ import {
   removeAccount,
   removeInstitution,
 } from '../support/requests';
+import { explainErrorCode } from '../../src/vocabulary/error-explanations';
 import { asAdmin, problemShape, rowsOf, serviceForFile, uniqueUserId } from '../support/service';
 
 interface ListedConnection {
@@ -365,8 +366,10 @@ describe('GET /admin/connections and GET /admin/connections/{item_id}', () => {
           error_code: 'ITEM_LOGIN_REQUIRED',
           source: 'webhook:ERROR',
         }),
+        error_explanation: explainErrorCode('ITEM_LOGIN_REQUIRED'),
       });
       expect(response.body.events[1].detail).toEqual({ item_id: items.bobPlatypus, accounts: 12 });
+      expect(response.body.events[1].error_explanation).toBeNull();
       expect(response.body.removal).toBeNull();
     });
 

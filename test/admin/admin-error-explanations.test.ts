@@ -189,6 +189,14 @@ describe('a broken connection in the admin views', () => {
     };
     expect(listed.body.connections).toEqual([expect.objectContaining(explained)]);
     expect(viewed.body.connection).toEqual(expect.objectContaining(explained));
+    // The view's events explain the codes they recorded; an event that recorded none says null.
+    const [statusChange, exchanged] = viewed.body.events;
+    expect(statusChange).toMatchObject({
+      kind: 'connection_status_changed',
+      detail: { error_code: 'ITEM_LOGIN_REQUIRED' },
+      error_explanation: PLAID_ERROR_EXPLANATIONS.ITEM_LOGIN_REQUIRED,
+    });
+    expect(exchanged).toMatchObject({ kind: 'exchange_completed', error_explanation: null });
     expect(PLAID_ERROR_EXPLANATIONS.ITEM_LOGIN_REQUIRED.suggested_action).toMatch(
       /reconnect the bank through the website's update flow/,
     );

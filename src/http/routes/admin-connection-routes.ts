@@ -159,6 +159,7 @@ export const getAdminConnection = defineEndpoint({
                 new_accounts_available: false,
                 source: 'webhook:ERROR',
               },
+              error_explanation: explanationOf('ITEM_LOGIN_REQUIRED'),
             },
             {
               kind: 'exchange_completed',
@@ -166,6 +167,7 @@ export const getAdminConnection = defineEndpoint({
               subscription_user_id: 'user-42',
               institution_id: 'ins_109508',
               detail: { item_id: EXAMPLE_CONNECTION.item_id, accounts: 12 },
+              error_explanation: null,
             },
           ],
           removal: null,
@@ -192,6 +194,7 @@ export const getAdminConnection = defineEndpoint({
                 institution_name: 'First Platypus Bank',
                 connected_at: '2026-11-22T02:13:13.177Z',
               },
+              error_explanation: null,
             },
           ],
           removal: {

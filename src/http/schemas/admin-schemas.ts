@@ -286,6 +286,7 @@ export const adminConnectionView = z
           subscription_user_id: wireText(MAX_ID_LENGTH).nullable(),
           institution_id: wireText(MAX_ID_LENGTH).nullable(),
           detail: eventDetail,
+          error_explanation: errorExplanationField('`detail.error_code`'),
         }),
       )
       .max(100)

@@ -8,7 +8,11 @@ import {
 } from '../../repository/connections-repository';
 import { listEventsOfItem, type ItemEventRow } from '../../repository/events-repository';
 import { findUnfinishedItemRemoval, type UnfinishedItemRemoval } from '../../repository/outbox-repository';
-import { explanationOf, type ErrorExplanation } from '../../vocabulary/error-explanations';
+import {
+  explanationOf,
+  explanationOfEventDetail,
+  type ErrorExplanation,
+} from '../../vocabulary/error-explanations';
 import { explainOutboxFailure } from '../../vocabulary/outbox-failures';
 import { toAdminAccount, type AdminAccount } from './admin-accounts';
 import { AdminList, type AdminListParts } from './admin-list';
@@ -57,7 +61,11 @@ function toAdminConnection(row: AdminConnectionRow): AdminConnection {
   };
 }
 
-export type ItemEvent = Omit<ItemEventRow, 'occurred_at'> & { occurred_at: string };
+export type ItemEvent = Omit<ItemEventRow, 'occurred_at'> & {
+  occurred_at: string;
+  /** The plain words for `detail.error_code`, when the event records one. */
+  error_explanation: ErrorExplanation | null;
+};
 
 export type ItemRemoval = Omit<UnfinishedItemRemoval, 'next_attempt_at' | 'created_at'> &
   ReturnType<typeof explainOutboxFailure> & {
@@ -98,7 +106,11 @@ export class AdminConnections extends AdminList<ConnectionFilters, AdminConnecti
       item_id: itemId,
       connection: read.connection ? toAdminConnection(read.connection) : null,
       accounts: read.accounts.map(toAdminAccount),
-      events: read.events.map((event) => ({ ...event, occurred_at: event.occurred_at.toISOString() })),
+      events: read.events.map((event) => ({
+        ...event,
+        occurred_at: event.occurred_at.toISOString(),
+        error_explanation: explanationOfEventDetail(event.detail),
+      })),
       removal: read.removal
         ? {
             ...read.removal,

@@ -11,7 +11,11 @@ import {
 import { REMOVAL_KINDS, listOutboxRowsOfItems, type OutboxListRow } from '../../repository/outbox-repository';
 import type { ConnectionStatus } from '../../vocabulary/connection-statuses';
 import type { EventKind } from '../../vocabulary/event-kinds';
-import { explanationOf, type ErrorExplanation } from '../../vocabulary/error-explanations';
+import {
+  explanationOf,
+  explanationOfEventDetail,
+  type ErrorExplanation,
+} from '../../vocabulary/error-explanations';
 import { explainOutboxFailure } from '../../vocabulary/outbox-failures';
 import type { NotificationType } from '../../vocabulary/notification-types';
 import { PROVIDERS, type ProviderName } from '../../vocabulary/providers';
@@ -202,7 +206,7 @@ function toEvent(row: EventOfItemRow): UserConnectionEvent {
     kind: row.kind,
     occurred_at: row.occurred_at.toISOString(),
     detail: row.detail,
-    error_explanation: explanationOf(textOf(row.detail.error_code)),
+    error_explanation: explanationOfEventDetail(row.detail),
   };
 }
 

@@ -27,11 +27,15 @@ const SENSITIVE_KEYS = [
 ];
 const SENSITIVE_KEY_SET = new Set(SENSITIVE_KEYS);
 
-// Plaid tokens look like `<type>-<environment>-<uuid>`; they are scrubbed even from free text.
-const TOKEN_PATTERN = /\b(access|public|link|processor)-(sandbox|production|development)-[0-9a-f-]{8,}/gi;
+// Tokens are scrubbed even from free text. Plaid's look like `<type>-<environment>-<uuid>`; Teller's access
+// tokens like `token_…` (`test_token_…` in its sandbox; https://teller.io/docs/guides/connect,
+// https://teller.io/docs/api/accounts), 13 characters or more after the prefix in the docs' examples. The
+// length keeps the service's own words (`token_replaced`, `token_fingerprint`) out of it.
+const TOKEN_PATTERN =
+  /\b(?:(access|public|link|processor)-(sandbox|production|development)-[0-9a-f-]{8,}|(?:test_)?token_[a-z0-9]{12,})/gi;
 const TOKEN_SHAPE = new RegExp(TOKEN_PATTERN.source, 'i');
 // What every token carries; a line without it needs no closer look.
-const TOKEN_MARKER = /-(sandbox|production|development)-/i;
+const TOKEN_MARKER = /-(sandbox|production|development)-|token_/i;
 const REDACTED = '[REDACTED]';
 
 /** A string with every token-shaped part replaced. */

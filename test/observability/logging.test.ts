@@ -178,6 +178,31 @@ describe('the logger', () => {
     expect(JSON.parse(line).body.nested.secret).toBe('[REDACTED]');
   });
 
+  it('when a Teller access token appears in free text or a URL, then it is replaced, and the service’s own token_ words stay', () => {
+    const lines: string[] = [];
+    const logger = createLogger({
+      level: 'trace',
+      destination: { write: (line: string) => lines.push(line) },
+    });
+    const token = 'token_3yhgbeg7nvt7xu5zkrnl5n4mh4';
+    const sandboxToken = 'test_token_ky6igyqi3qxa4';
+
+    logger.warn(
+      { note: `Teller said no for ${token}`, detail: { token_replaced: true, token_fingerprint: 'ab12' } },
+      `retrying with ${sandboxToken}`,
+    );
+
+    const line = lines.join('');
+    expect(line).not.toContain(token.slice('token_'.length));
+    expect(line).not.toContain(sandboxToken.slice('test_token_'.length));
+    expect(JSON.parse(line)).toMatchObject({
+      note: 'Teller said no for [REDACTED]',
+      msg: 'retrying with [REDACTED]',
+      detail: { token_replaced: true, token_fingerprint: 'ab12' },
+    });
+    expect(redactUrl(`/x?q=${token}&link_token_created=1`)).toBe('/x?q=[REDACTED]&link_token_created=1');
+  });
+
   it('when a URL carries tokens or secrets in its query, then only their values are replaced', () => {
     const token = 'access-sandbox-11111111-2222-3333-4444-555555555555';
 

@@ -26,17 +26,24 @@ function required<T>(value: T | null, column: string): T {
   return value;
 }
 
-function commonFields(row: OutboxListRow) {
+/** A row's attempts as every admin view shows them: the last answer explained, the next try while pending. */
+export function outboxAttemptFields(row: OutboxListRow) {
   return {
-    id: row.id,
-    item_id: row.item_id,
-    subscription_user_id: row.subscription_user_id,
     attempts: row.attempts,
     last_status: row.last_status,
     last_error: row.last_error,
     ...explainOutboxFailure(row.last_error),
     next_attempt_at: row.state === 'pending' ? row.next_attempt_at.toISOString() : null,
     created_at: row.created_at.toISOString(),
+  };
+}
+
+function commonFields(row: OutboxListRow) {
+  return {
+    id: row.id,
+    item_id: row.item_id,
+    subscription_user_id: row.subscription_user_id,
+    ...outboxAttemptFields(row),
   };
 }
 

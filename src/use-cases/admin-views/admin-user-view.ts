@@ -16,11 +16,10 @@ import {
   explanationOfEventDetail,
   type ErrorExplanation,
 } from '../../vocabulary/error-explanations';
-import { explainOutboxFailure } from '../../vocabulary/outbox-failures';
 import type { NotificationType } from '../../vocabulary/notification-types';
 import { PROVIDERS, type ProviderName } from '../../vocabulary/providers';
 import { REMOVAL_REASONS, REMOVAL_REQUESTS, type RemovalReason } from '../../vocabulary/removal-reasons';
-import { NOTIFICATION_STATES, REMOVAL_STATES } from './admin-outbox';
+import { NOTIFICATION_STATES, REMOVAL_STATES, outboxAttemptFields } from './admin-outbox';
 
 /**
  * How much one user's view shows, declared once (the response schema and the document state these): the
@@ -216,12 +215,7 @@ function toRemoval(row: OutboxListRow): UserConnectionRemoval {
     reason: row.reason as RemovalReason,
     state: stateNamed(REMOVAL_STATES, row.state),
     provider_account_id: row.provider_account_id,
-    attempts: row.attempts,
-    last_status: row.last_status,
-    last_error: row.last_error,
-    ...explainOutboxFailure(row.last_error),
-    next_attempt_at: row.state === 'pending' ? row.next_attempt_at.toISOString() : null,
-    created_at: row.created_at.toISOString(),
+    ...outboxAttemptFields(row),
     completed_at: iso(row.completed_at),
   };
 }
@@ -231,12 +225,7 @@ function toNotification(row: OutboxListRow): UserConnectionNotification {
     id: row.id,
     type: row.type as NotificationType,
     state: stateNamed(NOTIFICATION_STATES, row.state),
-    attempts: row.attempts,
-    last_status: row.last_status,
-    last_error: row.last_error,
-    ...explainOutboxFailure(row.last_error),
-    next_attempt_at: row.state === 'pending' ? row.next_attempt_at.toISOString() : null,
-    created_at: row.created_at.toISOString(),
+    ...outboxAttemptFields(row),
     delivered_at: row.state === 'done' ? iso(row.completed_at) : null,
   };
 }

@@ -124,11 +124,6 @@ export async function writeConnectionHealth(
 }
 
 /**
- * The next number of a notification about a locked connection: notifications about one connection are
- * numbered in the order their transactions commit (the row lock orders them), so the website can drop
- * a late, older one.
- */
-/**
  * Writes the healths of several connections in one statement, as writeConnectionHealth writes one; the
  * caller holds their row locks and has checked each change is newer. Throws unless each was written.
  */
@@ -166,6 +161,11 @@ export async function writeConnectionHealths(
   }
 }
 
+/**
+ * The next number of a notification about a locked connection: notifications about one connection are
+ * numbered in the order their transactions commit (the row lock orders them), so the website can drop
+ * a late, older one.
+ */
 export async function takeNotificationSequence(db: Queryable, connectionId: string): Promise<number> {
   const { rows } = await db.query<{ sequence: string }>(
     `UPDATE connections SET notification_sequence = notification_sequence + 1 WHERE id = $1

@@ -2,6 +2,7 @@ import type { Pool } from '../db/pool';
 import type { Logger } from '../observability/logger';
 import type { ServiceMetrics } from '../observability/metrics';
 import { readServiceFigures } from '../repository/service-figures-repository';
+import { foldStatsChanges } from '../repository/stats-changes-repository';
 
 export interface DatabaseGaugesOptions {
   pool: Pool;
@@ -20,7 +21,8 @@ const sleep = (ms: number) =>
 
 /**
  * The gauges that come from the database (connections by status, the removal backlog), read on demand
- * by scrapes, at most once every 15 s, by one query. A scrape never waits for the database longer than
+ * by scrapes, at most once every 15 s, by one query (after folding the
+ * statistics changes noted since the last fold, so that connections by status are exact). A scrape never waits for the database longer than
  * it is told: while the database is down the gauges keep their last values and each missed read is
  * counted (metrics_database_read_failures_total).
  */
@@ -50,9 +52,11 @@ export class DatabaseGauges {
       throw new Error(`the database did not answer within ${this.readTimeoutMs} ms`);
     });
     try {
-      this.options.metrics.setDatabaseFigures(
-        await Promise.race([readServiceFigures(this.options.pool), timedOut]),
+      // Connections by status come from the tallies: the changes noted since the last fold go in first.
+      const figures = foldStatsChanges(this.options.pool, 'everything').then(() =>
+        readServiceFigures(this.options.pool),
       );
+      this.options.metrics.setDatabaseFigures(await Promise.race([figures, timedOut]));
       if (this.failing) this.options.logger.info('the metrics read the database figures again');
       this.failing = false;
     } catch (error) {

@@ -3,6 +3,7 @@ import type { Logger } from '../observability/logger';
 import { enqueueAbandonedExchanges } from '../repository/exchanges-repository';
 import { pruneExpiredLinkNonces } from '../repository/link-nonces-repository';
 import { pruneExpiredRateLimits } from '../repository/rate-limits-repository';
+import { foldStatsChanges, STATS_FOLD_BATCH } from '../repository/stats-changes-repository';
 
 export interface HousekeepingSettings {
   /**
@@ -17,9 +18,13 @@ export interface HousekeepingSettings {
 /** Nonces pruned per pass: a pass stays short, and the next one takes the rest. */
 const LINK_NONCE_PRUNE_BATCH = 1_000;
 
+/** Batches of statistics changes folded per pass at most: a pass stays short, and the next one goes on. */
+const STATS_FOLD_BATCHES_PER_PASS = 20;
+
 /**
  * What each outbox pass does first: Items of exchanges a dead process left are queued for removal (the
- * sweeper), and expired rate-limit counters and Teller nonces are pruned. Safe in several instances at once. Rows kept
+ * sweeper), expired rate-limit counters and Teller nonces are pruned, and the statistics changes the
+ * writers noted are folded into the tallies (when no other instance is folding). Safe in several instances at once. Rows kept
  * for a retention period are the retention job's (retention.ts), which runs apart so that a long prune
  * never delays the removals.
  */
@@ -32,4 +37,7 @@ export async function runHousekeeping(
   if (abandoned > 0) logger.warn({ count: abandoned }, 'queued removal of Items from abandoned exchanges');
   await pruneExpiredRateLimits(pool);
   await pruneExpiredLinkNonces(pool, settings.linkNonceKeptAfterExpirySeconds, LINK_NONCE_PRUNE_BATCH);
+  for (let batch = 0; batch < STATS_FOLD_BATCHES_PER_PASS; batch += 1) {
+    if ((await foldStatsChanges(pool, 'a-batch-unless-busy')) < STATS_FOLD_BATCH) break;
+  }
 }

@@ -3,6 +3,7 @@ import { withReadOnlySnapshot } from '../db/transactions';
 import { countRecentEvents } from '../repository/events-repository';
 import { countRecentlyDeliveredNotifications } from '../repository/outbox-repository';
 import { readServiceFigures } from '../repository/service-figures-repository';
+import { foldStatsChanges } from '../repository/stats-changes-repository';
 import { countTokensByKey } from '../repository/stored-tokens-repository';
 import { readTalliedFigures } from '../repository/stats-tallies-repository';
 import { CONNECTION_STATUSES, type ConnectionStatus } from '../vocabulary/connection-statuses';
@@ -20,9 +21,11 @@ export class AdminStats {
   /**
    * Every figure comes from one snapshot on one connection of the admin pool: they agree with each other.
    * Each part is one read; users, connections and accounts come from the tallies the database keeps as
-   * rows change, so their cost does not grow with the number of accounts.
+   * rows change, so their cost does not grow with the number of accounts. The changes noted since the last
+   * fold are folded first, so that the figures count every change committed before this read.
    */
   async stats(now: Date, topInstitutions = 10) {
+    await foldStatsChanges(this.deps.pool, 'everything');
     const rows = await withReadOnlySnapshot(this.deps.pool, async (db) => ({
       tallied: await readTalliedFigures(db, { topInstitutions, entries: MAX_STATS_ENTRIES }),
       activity: await countRecentEvents(db, now),

@@ -3,6 +3,7 @@ import { runner } from 'node-pg-migrate';
 import { Client, Pool } from 'pg';
 import { MIGRATIONS_DIR, migrateDatabase } from '../../src/db/migrate';
 import { createLogger } from '../../src/observability/logger';
+import { foldStatsChanges } from '../../src/repository/stats-changes-repository';
 import { createTestDatabase, describeOnDirectConnection, type TestDatabase } from '../support/database';
 import { adminStats, connectInstitution, removeAccount, removeInstitution } from '../support/requests';
 import { startService, uniqueUserId, type ServiceContext } from '../support/service';
@@ -192,6 +193,41 @@ describe('/admin/stats from the tallies the database keeps', () => {
 
     expect(await statsFigures(service)).toEqual(before);
   });
+
+  it('when writers only note their changes, then an outbox pass folds them into the tallies, and folds racing writers and reads leave every figure equal to a recount', async () => {
+    const users = Array.from({ length: 10 }, (_, index) => `fold-${index}`);
+    await Promise.all(Array.from({ length: 4 }, (_, writer) => writeMix(writers, users, 500 + writer)));
+    const noted = async () =>
+      (await writers.query<{ n: number }>(`SELECT count(*)::int AS n FROM stats_changes`)).rows[0]!.n;
+    expect(await noted()).toBeGreaterThan(0);
+
+    // The housekeeping of an outbox pass folds them, with no read of the figures.
+    await service.deps.outbox.runOnce();
+    expect(await noted()).toBe(0);
+    await expectStatsToMatchRecount(service);
+
+    // Writers, folds of the housekeeping's kind, and reads (which fold everything first), all at once.
+    let writing = true;
+    const folds = (async () => {
+      let folded = 0;
+      while (writing) folded += await foldStatsChanges(writers, 'a-batch-unless-busy');
+      return folded;
+    })();
+    const reads = (async () => {
+      let answered = 0;
+      while (writing) answered += (await adminStats(service)).status === 200 ? 1 : 0;
+      return answered;
+    })();
+    for (const round of [1, 2, 3]) {
+      await Promise.all(
+        Array.from({ length: 6 }, (_, writer) => writeMix(writers, users, 600 + round * 10 + writer)),
+      );
+    }
+    writing = false;
+    expect(await folds).toBeGreaterThan(0);
+    expect(await reads).toBeGreaterThan(0);
+    await expectStatsToMatchRecount(service);
+  });
 });
 
 const logger = createLogger({ level: 'silent' });
@@ -242,6 +278,52 @@ describeOnDirectConnection('migrations run over the direct connection by design'
         await expectStatsToMatchRecount(service);
         // And the triggers count what comes after.
         await connectInstitution(service, 'old-3', 'ins_109511');
+        await expectStatsToMatchRecount(service);
+      } finally {
+        await service.close();
+      }
+    });
+
+    it('when the stats-changes migration goes down with changes noted and not folded, then they are folded into the tallies first, the triggers tally directly until it is up again, and nothing is lost', async () => {
+      await migrateDatabase(database.directUrl, logger);
+      const client = new Client({ connectionString: database.directUrl });
+      client.on('error', () => undefined);
+      await client.connect();
+      const migrateOnce = (direction: 'up' | 'down') =>
+        runner({
+          dbClient: client,
+          dir: MIGRATIONS_DIR,
+          direction,
+          file: '1764082800000_stats-changes-folded-after-commit',
+          checkOrder: false,
+          migrationsTable: 'pgmigrations',
+          singleTransaction: true,
+          log: () => undefined,
+        });
+      try {
+        const random = generator(77);
+        await insertAccounts(client, await insertConnections(client, ['noted-1', 'noted-2'], random), random);
+        expect(
+          (await client.query(`SELECT count(*)::int AS n FROM stats_changes`)).rows[0].n,
+        ).toBeGreaterThan(0);
+
+        await migrateOnce('down');
+        expect((await client.query(`SELECT to_regclass('stats_changes') AS t`)).rows[0].t).toBeNull();
+        // Tallied directly while it is down.
+        await insertAccounts(
+          client,
+          await insertConnections(client, ['direct-1', 'noted-2'], random),
+          random,
+        );
+        await client.query(`DELETE FROM connections WHERE subscription_user_id = 'noted-1'`);
+
+        await migrateOnce('up');
+      } finally {
+        await client.end();
+      }
+
+      const service = await startService({ database });
+      try {
         await expectStatsToMatchRecount(service);
       } finally {
         await service.close();

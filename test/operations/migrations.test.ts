@@ -61,6 +61,7 @@ describeOnDirectConnection('migrations run over the direct connection by design'
       'pgmigrations',
       'rate_limits',
       'reconciliation_runs',
+      'stats_changes',
       'stats_tallies',
       'stats_user_changes',
       'stats_user_connections',

@@ -6,24 +6,30 @@ import type { Queryable } from './queryable';
  * once, off the writers' transactions.
  */
 
-/** Rows folded per transaction by the housekeeping: a fold stays short however many a burst left. */
+/** Rows folded per transaction: a fold stays short however many changes a burst left. */
 export const STATS_FOLD_BATCH = 5_000;
 
 /**
- * Folds noted changes into the tallies; returns how many rows it folded. `everything`: all of them, after
- * any fold under way has committed, so that a read that follows sees every change committed before this
- * call (what a reader of the figures does first). Otherwise at most `STATS_FOLD_BATCH`, and none while
- * another fold is under way (the housekeeping: whoever folds, the rows get folded).
+ * Folds noted changes into the tallies, a batch per transaction; returns how many rows it folded.
+ * `everything`: batch after batch until none is left, each after any fold under way has committed, so that
+ * a read that follows sees every change committed before this call (what a reader of the figures does
+ * first). `a-batch-unless-busy`: one batch, or none while another fold is under way (the housekeeping:
+ * whoever folds, the rows get folded).
  */
 export async function foldStatsChanges(
   db: Queryable,
   mode: 'everything' | 'a-batch-unless-busy',
 ): Promise<number> {
   const everything = mode === 'everything';
-  const { rows } = await db.query<{ folded: number }>({
-    name: 'stats-fold-changes',
-    text: 'SELECT stats_fold_changes($1, $2) AS folded',
-    values: [everything ? null : STATS_FOLD_BATCH, everything],
-  });
-  return rows[0]?.folded ?? 0;
+  let total = 0;
+  for (;;) {
+    const { rows } = await db.query<{ folded: number }>({
+      name: 'stats-fold-changes',
+      text: 'SELECT stats_fold_changes($1, $2) AS folded',
+      values: [STATS_FOLD_BATCH, everything],
+    });
+    const folded = rows[0]?.folded ?? 0;
+    total += folded;
+    if (!everything || folded < STATS_FOLD_BATCH) return total;
+  }
 }

@@ -3,7 +3,7 @@ import { runner } from 'node-pg-migrate';
 import { Client, Pool } from 'pg';
 import { MIGRATIONS_DIR, migrateDatabase } from '../../src/db/migrate';
 import { createLogger } from '../../src/observability/logger';
-import { foldStatsChanges } from '../../src/repository/stats-changes-repository';
+import { foldStatsChanges, STATS_FOLD_BATCH } from '../../src/repository/stats-changes-repository';
 import { createTestDatabase, describeOnDirectConnection, type TestDatabase } from '../support/database';
 import { adminStats, connectInstitution, removeAccount, removeInstitution } from '../support/requests';
 import { startService, uniqueUserId, type ServiceContext } from '../support/service';
@@ -227,6 +227,28 @@ describe('/admin/stats from the tallies the database keeps', () => {
     expect(await folds).toBeGreaterThan(0);
     expect(await reads).toBeGreaterThan(0);
     await expectStatsToMatchRecount(service);
+  });
+
+  it('when more changes are noted than one fold takes, then a read folds them batch after batch and counts every one', async () => {
+    // One statement per connection: each notes a row of its own.
+    const statements = STATS_FOLD_BATCH + 100;
+    await writers.query(`
+      DO $$
+      BEGIN
+        FOR i IN 1..${statements} LOOP
+          INSERT INTO connections (subscription_user_id, app_name, provider_item_id, institution_id,
+                                   institution_name, access_token_ciphertext, access_token_fingerprint,
+                                   accounts_signature)
+          VALUES ('many-' || (i % 40), 'Budget', 'many-' || i || '-' || md5(random()::text), 'ins_2', 'Bank Two',
+                  'x', decode(md5('many-' || i || random()::text), 'hex'), 'many-' || i);
+        END LOOP;
+      END $$`);
+    const noted = async () =>
+      (await writers.query<{ n: number }>(`SELECT count(*)::int AS n FROM stats_changes`)).rows[0]!.n;
+    expect(await noted()).toBeGreaterThanOrEqual(statements);
+
+    await expectStatsToMatchRecount(service);
+    expect(await noted()).toBe(0);
   });
 });
 

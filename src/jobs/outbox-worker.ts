@@ -96,10 +96,16 @@ export class OutboxWorker {
     void this.passOf(handler);
   }
 
-  /** One pass of the background loop: housekeeping, then every kind's due rows. */
+  /**
+   * One pass of the background loop: housekeeping, then every kind's due rows. A housekeeping that fails
+   * is logged and tried again next pass; the due rows are attempted all the same (an Item left at Plaid
+   * is billed whatever became of the sweep or of the statistics).
+   */
   async runOnce(): Promise<void> {
     await inNewTrace('outbox pass', {}, async () => {
-      await this.housekeep();
+      await this.housekeep().catch((error: unknown) =>
+        this.logger.error({ err: error }, 'outbox housekeeping failed'),
+      );
       await Promise.all([...this.handlers.values()].map((handler) => this.passOf(handler)));
     });
   }

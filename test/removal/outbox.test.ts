@@ -217,6 +217,48 @@ describe('the removal outbox retry horizon', () => {
     expect(service.emulator.calls('/item/remove').map((call) => call.status)).toEqual([400, 400, 200]);
   });
 
+  it('when the housekeeping of a pass fails, then the pass still removes the due Items, and one error line says what failed', async () => {
+    service.emulator.injectFault({ ...REFUSED_REMOVALS, count: 1 });
+    const { accessToken, outboxId } = await queueRemoval(service);
+    expect(await outboxRowOf(service, outboxId)).toMatchObject({ state: 'pending', attempts: 1 });
+    await ageRemoval(service, outboxId, 0);
+    const workerLog: string[] = [];
+    const logger = createLogger({
+      level: 'info',
+      destination: { write: (line: string) => workerLog.push(line) },
+    });
+    const worker = new OutboxWorker(
+      service.deps.pool,
+      logger,
+      [
+        new ItemRemovalHandler(
+          { plaid: service.deps.provider, teller: undefined },
+          service.deps.vault,
+          logger,
+          service.config.outbox,
+        ),
+      ],
+      {
+        pollIntervalMs: service.config.outbox.pollIntervalMs,
+        housekeep: () => Promise.reject(new Error('the statistics could not be folded')),
+      },
+    );
+
+    await worker.runOnce();
+
+    expect(await outboxRowOf(service, outboxId)).toMatchObject({ state: 'done', last_error: null });
+    expect(await itemsAtPlaid(service)).not.toContain(accessToken);
+    const errors = workerLog
+      .map((line) => JSON.parse(line) as Record<string, unknown>)
+      .filter((line) => line.level === 'error');
+    expect(errors).toEqual([
+      expect.objectContaining({
+        msg: 'outbox housekeeping failed',
+        err: expect.objectContaining({ message: 'the statistics could not be folded' }),
+      }),
+    ]);
+  });
+
   it('when the backoff is computed for any number of attempts, then it is at least a second and never above the cap', () => {
     for (let attempts = 0; attempts <= 200; attempts += 1) {
       for (const cap of [1, 60, 3_600]) {

@@ -188,6 +188,7 @@ export function buildDependencies(
   }
   const outbox = new OutboxWorker(pool, outboxLogger, handlers, {
     pollIntervalMs: config.outbox.pollIntervalMs,
+    metrics,
     housekeep: () =>
       runHousekeeping(pool, outboxLogger, {
         abandonExchangeAfterSeconds: EXCHANGE_ABANDON_AFTER_MS / 1000,

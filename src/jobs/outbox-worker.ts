@@ -1,5 +1,6 @@
 import type { Pool } from '../db/pool';
 import type { Logger } from '../observability/logger';
+import type { ServiceMetrics } from '../observability/metrics';
 import { inNewTrace, inSpan } from '../observability/spans';
 import {
   leaseDueRows,
@@ -58,7 +59,11 @@ export class OutboxWorker {
     private readonly pool: Pool,
     private readonly logger: Logger,
     handlers: readonly OutboxHandler[],
-    private readonly settings: { pollIntervalMs: number; housekeep: () => Promise<void> },
+    private readonly settings: {
+      pollIntervalMs: number;
+      housekeep: () => Promise<void>;
+      metrics?: Pick<ServiceMetrics, 'countHousekeepingFailure'>;
+    },
   ) {
     this.handlers = new Map(handlers.map((handler) => [handler.kind, handler]));
   }
@@ -103,9 +108,10 @@ export class OutboxWorker {
    */
   async runOnce(): Promise<void> {
     await inNewTrace('outbox pass', {}, async () => {
-      await this.housekeep().catch((error: unknown) =>
-        this.logger.error({ err: error }, 'outbox housekeeping failed'),
-      );
+      await this.housekeep().catch((error: unknown) => {
+        this.settings.metrics?.countHousekeepingFailure();
+        this.logger.error({ err: error }, 'outbox housekeeping failed');
+      });
       await Promise.all([...this.handlers.values()].map((handler) => this.passOf(handler)));
     });
   }

@@ -137,6 +137,7 @@ export class ServiceMetrics {
   private readonly databaseReachable;
   private readonly retentionPruned;
   private readonly retentionFailures;
+  private readonly housekeepingFailures;
   private readonly tokenReencryptions;
   private readonly tokenReencryptionBatchFailures;
   private readonly tellerDuration;
@@ -287,6 +288,11 @@ export class ServiceMetrics {
       this.retentionPruned.inc({ table }, 0);
       this.retentionFailures.inc({ table }, 0);
     }
+    this.housekeepingFailures = new Counter({
+      name: 'outbox_housekeeping_failures_total',
+      help: "Outbox passes whose housekeeping (sweep, prunes, the statistics' fold) failed; the pass's removals went on.",
+      registers,
+    });
     this.databaseReadFailures = new Counter({
       name: 'metrics_database_read_failures_total',
       help: 'Reads of the database figures that failed or timed out; the gauges kept their last values.',
@@ -429,6 +435,10 @@ export class ServiceMetrics {
 
   countRetentionFailure(table: RetentionTable): void {
     this.retentionFailures.inc({ table });
+  }
+
+  countHousekeepingFailure(): void {
+    this.housekeepingFailures.inc();
   }
 
   countDatabaseReadFailure(): void {

@@ -3,6 +3,7 @@ import { promisify } from 'node:util';
 import { createLogger } from '../../src/observability/logger';
 import { ItemRemovalHandler, retryDelaySeconds } from '../../src/jobs/item-removal-handler';
 import { OutboxWorker } from '../../src/jobs/outbox-worker';
+import { ServiceMetrics } from '../../src/observability/metrics';
 import {
   asAdmin,
   asWebsite,
@@ -222,6 +223,7 @@ describe('the removal outbox retry horizon', () => {
     const { accessToken, outboxId } = await queueRemoval(service);
     expect(await outboxRowOf(service, outboxId)).toMatchObject({ state: 'pending', attempts: 1 });
     await ageRemoval(service, outboxId, 0);
+    const metrics = new ServiceMetrics({ version: 'test', processMetrics: false });
     const workerLog: string[] = [];
     const logger = createLogger({
       level: 'info',
@@ -241,6 +243,7 @@ describe('the removal outbox retry horizon', () => {
       {
         pollIntervalMs: service.config.outbox.pollIntervalMs,
         housekeep: () => Promise.reject(new Error('the statistics could not be folded')),
+        metrics,
       },
     );
 
@@ -257,6 +260,8 @@ describe('the removal outbox retry horizon', () => {
         err: expect.objectContaining({ message: 'the statistics could not be folded' }),
       }),
     ]);
+    const failures = await metrics.registry.getSingleMetric('outbox_housekeeping_failures_total')?.get();
+    expect(failures?.values.map((sample) => sample.value)).toEqual([1]);
   });
 
   it('when the backoff is computed for any number of attempts, then it is at least a second and never above the cap', () => {

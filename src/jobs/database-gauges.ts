@@ -21,8 +21,8 @@ const sleep = (ms: number) =>
 
 /**
  * The gauges that come from the database (connections by status, the removal backlog), read on demand
- * by scrapes, at most once every 15 s, by one query (after folding the
- * statistics changes noted since the last fold, so that connections by status are exact). A scrape never waits for the database longer than
+ * by scrapes, at most once every 15 s, by one query (after folding the statistics changes noted since the
+ * last fold, so that connections by status are exact). A scrape never waits for the database longer than
  * it is told: while the database is down the gauges keep their last values and each missed read is
  * counted (metrics_database_read_failures_total).
  */

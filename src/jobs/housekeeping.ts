@@ -24,9 +24,9 @@ const STATS_FOLD_BATCHES_PER_PASS = 20;
 /**
  * What each outbox pass does first: Items of exchanges a dead process left are queued for removal (the
  * sweeper), expired rate-limit counters and Teller nonces are pruned, and the statistics changes the
- * writers noted are folded into the tallies (when no other instance is folding). Safe in several instances at once. Rows kept
- * for a retention period are the retention job's (retention.ts), which runs apart so that a long prune
- * never delays the removals.
+ * writers noted are folded into the tallies (unless another instance is folding). Safe in several
+ * instances at once. Rows kept for a retention period are the retention job's (retention.ts), which runs
+ * apart so that a long prune never delays the removals.
  */
 export async function runHousekeeping(
   pool: Pool,

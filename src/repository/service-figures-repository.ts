@@ -20,8 +20,8 @@ export interface ServiceFigures {
 /**
  * The figures the metrics read, in one statement across the tables it needs (the one query of the
  * repository that is not about one table): connections by status from the tallies the `stats-tallies`
- * triggers keep (the same figures /admin/stats reads), the outbox's unfinished rows by kind from an
- * index scan, so it stays cheap at a million accounts.
+ * triggers keep (the same figures /admin/stats reads; its callers fold the noted changes first), the
+ * outbox's unfinished rows by kind from an index scan, so it stays cheap at a million accounts.
  */
 export async function readServiceFigures(db: Queryable): Promise<ServiceFigures> {
   const { rows } = await db.query<{

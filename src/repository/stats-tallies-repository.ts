@@ -5,7 +5,9 @@ import type { Queryable } from './queryable';
 /**
  * Users, connections and accounts, in total and per app, institution, status, account type and provider:
  * what the triggers of migration `stats-tallies` (and `teller-account-removals-and-provider-figures`, for
- * the provider) keep in `stats_tallies` as every connection and account changes. Exact figures (each is summed over its slots), read in a few hundred rows at any size.
+ * the provider) note as every connection and account changes, folded into `stats_tallies` (migration
+ * `stats-changes-folded-after-commit`; a reader folds first: stats-changes-repository.ts). Exact figures
+ * (each is summed over its slots), read in a few hundred rows at any size.
  */
 export interface TalliedFigures {
   totals: { users: number; connections: number; accounts: number };

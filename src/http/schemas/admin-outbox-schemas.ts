@@ -1,15 +1,13 @@
 import { NOTIFICATION_TYPES } from '../../vocabulary/notification-types';
 import { REMOVAL_REASONS } from '../../vocabulary/removal-reasons';
-import { filter, nextCursor, outboxIds, pageQueryFields } from './admin-schemas';
+import { MAX_FAILURE_LENGTH, filter, nextCursor, outboxIds, pageQueryFields } from './admin-schemas';
 import { MAX_ID_LENGTH, count, providerSchema, wireText, wireTimestamp, z } from './common-schemas';
 import { errorExplanationField, outboxErrorCode } from './error-explanation-schemas';
 
 /** The outbox's admin lists: the removals at a provider and the notifications to the website. */
 
-const outboxRowFields = {
-  id: wireText(19).openapi({ description: 'The outbox id (as `outbox_id` in log lines).', example: '42' }),
-  item_id: wireText(MAX_ID_LENGTH).openapi({ description: "The Item's id at Plaid." }),
-  subscription_user_id: wireText(MAX_ID_LENGTH).nullable(),
+/** An outbox row's attempts and their last answer, in every admin answer that shows the row. */
+export const outboxAttemptFields = {
   attempts: count(),
   last_status: z
     .number()
@@ -18,13 +16,20 @@ const outboxRowFields = {
     .max(599)
     .nullable()
     .openapi({ format: 'int32', description: 'The HTTP status the last attempt got, if it got one.' }),
-  last_error: wireText(512).nullable(),
+  last_error: wireText(MAX_FAILURE_LENGTH).nullable(),
   error_code: outboxErrorCode(),
   error_explanation: errorExplanationField('`last_error`'),
   next_attempt_at: wireTimestamp()
     .nullable()
     .openapi({ description: 'When the next attempt is due (pending only).' }),
   created_at: wireTimestamp(),
+};
+
+const outboxRowFields = {
+  id: wireText(19).openapi({ description: 'The outbox id (as `outbox_id` in log lines).', example: '42' }),
+  item_id: wireText(MAX_ID_LENGTH).openapi({ description: "The Item's id at Plaid." }),
+  subscription_user_id: wireText(MAX_ID_LENGTH).nullable(),
+  ...outboxAttemptFields,
 };
 
 /** The filters the removals and the notifications lists share, beside their state. */

@@ -3,7 +3,7 @@ import { CONNECTION_STATUSES } from '../../vocabulary/connection-statuses';
 import { EVENT_KINDS } from '../../vocabulary/event-kinds';
 import { NOTIFICATION_TYPES } from '../../vocabulary/notification-types';
 import { REMOVAL_REASONS } from '../../vocabulary/removal-reasons';
-import { MAX_FAILURE_LENGTH, eventDetail } from './admin-schemas';
+import { eventDetail } from './admin-schemas';
 import {
   MAX_CODE_LENGTH,
   MAX_ID_LENGTH,
@@ -15,7 +15,8 @@ import {
   wireTimestamp,
   z,
 } from './common-schemas';
-import { errorExplanationField, outboxErrorCode } from './error-explanation-schemas';
+import { outboxAttemptFields } from './admin-outbox-schemas';
+import { errorExplanationField } from './error-explanation-schemas';
 
 /** GET /admin/users/{subscription_user_id}: one user's connections, live and removed, with their history. */
 
@@ -25,21 +26,6 @@ export const subscriptionUserIdParams = z.object({
 
 const truncated = (what: string, limit: number) =>
   z.boolean().openapi({ description: `Whether there were more ${what} than the ${limit} shown.` });
-
-const outboxTimes = {
-  attempts: count(),
-  last_status: z.number().int().min(100).max(599).nullable().openapi({
-    format: 'int32',
-    description: 'The HTTP status the last attempt got, if it got one.',
-  }),
-  last_error: wireText(MAX_FAILURE_LENGTH).nullable(),
-  error_code: outboxErrorCode(),
-  error_explanation: errorExplanationField('`last_error`'),
-  next_attempt_at: wireTimestamp()
-    .nullable()
-    .openapi({ description: 'When the next attempt is due (pending only).' }),
-  created_at: wireTimestamp(),
-};
 
 const userConnectionEvent = z.object({
   kind: z.enum(EVENT_KINDS),
@@ -62,7 +48,7 @@ const userConnectionRemoval = z.object({
   provider_account_id: wireText(MAX_ID_LENGTH)
     .nullable()
     .openapi({ description: 'One account removed on its own (Teller); null for the whole Item.' }),
-  ...outboxTimes,
+  ...outboxAttemptFields,
   completed_at: wireTimestamp().nullable(),
 });
 
@@ -73,7 +59,7 @@ const userConnectionNotification = z.object({
   }),
   type: z.enum(NOTIFICATION_TYPES),
   state: z.enum(['pending', 'failed', 'delivered']),
-  ...outboxTimes,
+  ...outboxAttemptFields,
   delivered_at: wireTimestamp().nullable(),
 });
 

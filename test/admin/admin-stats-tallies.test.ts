@@ -206,11 +206,13 @@ describe('/admin/stats from the tallies the database keeps', () => {
     expect(await noted()).toBe(0);
     await expectStatsToMatchRecount(service);
 
-    // Writers, folds of the housekeeping's kind, and reads (which fold everything first), all at once.
+    // Writers, folds of the housekeeping's kind (on the service's pool, as the housekeeping's: it sends
+    // statements unnamed behind a pooler that keeps no prepared statements), and reads (which fold
+    // everything first), all at once.
     let writing = true;
     const folds = (async () => {
       let folded = 0;
-      while (writing) folded += await foldStatsChanges(writers, 'a-batch-unless-busy');
+      while (writing) folded += await foldStatsChanges(service.deps.pool, 'a-batch-unless-busy');
       return folded;
     })();
     const reads = (async () => {

@@ -1,8 +1,6 @@
 import { randomBytes } from 'node:crypto';
-import { runner } from 'node-pg-migrate';
 import { Client, Pool } from 'pg';
-import { MIGRATIONS_DIR, migrateDatabase } from '../../src/db/migrate';
-import { createLogger } from '../../src/observability/logger';
+import { connectMigrated, migrateOneFile } from '../support/one-migration';
 import { PROVIDERS, type ProviderName } from '../../src/vocabulary/providers';
 import type { Queryable } from '../../src/repository/queryable';
 import { createTestDatabase, describeOnDirectConnection, type TestDatabase } from '../support/database';
@@ -322,8 +320,6 @@ describe('by_provider from the tallies the database keeps', () => {
   });
 });
 
-const logger = createLogger({ level: 'silent' });
-
 // Migrations hold a session-level advisory lock: they run over the direct connection.
 describeOnDirectConnection('migrations run over the direct connection by design')(
   'the migration that adds the provider to the tallies',
@@ -335,21 +331,9 @@ describeOnDirectConnection('migrations run over the direct connection by design'
     afterEach(() => database.drop());
 
     it('when applied to a database that already holds connections of both providers, then by_provider starts from their count; and it goes down and up again', async () => {
-      await migrateDatabase(database.directUrl, logger);
-      const client = new Client({ connectionString: database.directUrl });
-      client.on('error', () => undefined);
-      await client.connect();
+      const client = await connectMigrated(database);
       const migrateOnce = (direction: 'up' | 'down') =>
-        runner({
-          dbClient: client,
-          dir: MIGRATIONS_DIR,
-          direction,
-          file: '1764064800000_teller-account-removals-and-provider-figures',
-          checkOrder: false,
-          migrationsTable: 'pgmigrations',
-          singleTransaction: true,
-          log: () => undefined,
-        });
+        migrateOneFile(client, '1764064800000_teller-account-removals-and-provider-figures', direction);
       try {
         await migrateOnce('down');
         // Rows written before the provider was tallied (the other figures still are).

@@ -1,8 +1,6 @@
 import { randomBytes } from 'node:crypto';
-import { runner } from 'node-pg-migrate';
 import { Client, Pool } from 'pg';
-import { MIGRATIONS_DIR, migrateDatabase } from '../../src/db/migrate';
-import { createLogger } from '../../src/observability/logger';
+import { connectMigrated, migrateOneFile } from '../support/one-migration';
 import { foldStatsChanges, STATS_FOLD_BATCH } from '../../src/repository/stats-changes-repository';
 import { createTestDatabase, describeOnDirectConnection, type TestDatabase } from '../support/database';
 import { adminStats, connectInstitution, removeAccount, removeInstitution } from '../support/requests';
@@ -254,8 +252,6 @@ describe('/admin/stats from the tallies the database keeps', () => {
   });
 });
 
-const logger = createLogger({ level: 'silent' });
-
 // Migrations hold a session-level advisory lock: they run over the direct connection.
 describeOnDirectConnection('migrations run over the direct connection by design')(
   'the stats-tallies migration',
@@ -267,22 +263,10 @@ describeOnDirectConnection('migrations run over the direct connection by design'
     afterEach(() => database.drop());
 
     it('when applied to a database that already holds connections, then the tallies start from their count; and it goes down and up again', async () => {
-      await migrateDatabase(database.directUrl, logger);
-      const client = new Client({ connectionString: database.directUrl });
-      client.on('error', () => undefined);
-      await client.connect();
+      const client = await connectMigrated(database);
       // This migration alone, down and up, whatever migrations came after it.
       const migrateOnce = (direction: 'up' | 'down') =>
-        runner({
-          dbClient: client,
-          dir: MIGRATIONS_DIR,
-          direction,
-          file: '1764046800000_stats-tallies',
-          checkOrder: false,
-          migrationsTable: 'pgmigrations',
-          singleTransaction: true,
-          log: () => undefined,
-        });
+        migrateOneFile(client, '1764046800000_stats-tallies', direction);
       try {
         // Rows written before the tallies existed.
         await migrateOnce('down');
@@ -309,21 +293,9 @@ describeOnDirectConnection('migrations run over the direct connection by design'
     });
 
     it('when the stats-changes migration goes down with changes noted and not folded, then they are folded into the tallies first, the triggers tally directly until it is up again, and nothing is lost', async () => {
-      await migrateDatabase(database.directUrl, logger);
-      const client = new Client({ connectionString: database.directUrl });
-      client.on('error', () => undefined);
-      await client.connect();
+      const client = await connectMigrated(database);
       const migrateOnce = (direction: 'up' | 'down') =>
-        runner({
-          dbClient: client,
-          dir: MIGRATIONS_DIR,
-          direction,
-          file: '1764082800000_stats-changes-folded-after-commit',
-          checkOrder: false,
-          migrationsTable: 'pgmigrations',
-          singleTransaction: true,
-          log: () => undefined,
-        });
+        migrateOneFile(client, '1764082800000_stats-changes-folded-after-commit', direction);
       try {
         const random = generator(77);
         await insertAccounts(client, await insertConnections(client, ['noted-1', 'noted-2'], random), random);

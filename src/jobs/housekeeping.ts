@@ -3,7 +3,7 @@ import type { Logger } from '../observability/logger';
 import { enqueueAbandonedExchanges } from '../repository/exchanges-repository';
 import { pruneExpiredLinkNonces } from '../repository/link-nonces-repository';
 import { pruneExpiredRateLimits } from '../repository/rate-limits-repository';
-import { foldStatsChanges, STATS_FOLD_BATCH } from '../repository/stats-changes-repository';
+import { foldStatsChanges } from '../repository/stats-changes-repository';
 
 export interface HousekeepingSettings {
   /**
@@ -17,9 +17,6 @@ export interface HousekeepingSettings {
 
 /** Nonces pruned per pass: a pass stays short, and the next one takes the rest. */
 const LINK_NONCE_PRUNE_BATCH = 1_000;
-
-/** Batches of statistics changes folded per pass at most: a pass stays short, and the next one goes on. */
-const STATS_FOLD_BATCHES_PER_PASS = 20;
 
 /**
  * What each outbox pass does first: Items of exchanges a dead process left are queued for removal (the
@@ -37,7 +34,5 @@ export async function runHousekeeping(
   if (abandoned > 0) logger.warn({ count: abandoned }, 'queued removal of Items from abandoned exchanges');
   await pruneExpiredRateLimits(pool);
   await pruneExpiredLinkNonces(pool, settings.linkNonceKeptAfterExpirySeconds, LINK_NONCE_PRUNE_BATCH);
-  for (let batch = 0; batch < STATS_FOLD_BATCHES_PER_PASS; batch += 1) {
-    if ((await foldStatsChanges(pool, 'a-batch-unless-busy')) < STATS_FOLD_BATCH) break;
-  }
+  await foldStatsChanges(pool, 'a-pass-unless-busy');
 }

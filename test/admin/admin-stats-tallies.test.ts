@@ -211,7 +211,7 @@ describe('/admin/stats from the tallies the database keeps', () => {
     // Counted by calls, not rows: a read may have folded everything a call would have.
     const folds = (async () => {
       let calls = 0;
-      for (; writing; calls += 1) await foldStatsChanges(service.deps.pool, 'a-batch-unless-busy');
+      for (; writing; calls += 1) await foldStatsChanges(service.deps.pool, 'a-pass-unless-busy');
       return calls;
     })();
     const reads = (async () => {

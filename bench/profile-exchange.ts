@@ -3,6 +3,7 @@ import {
   chmodSync,
   closeSync,
   copyFileSync,
+  mkdirSync,
   mkdtempSync,
   openSync,
   readdirSync,
@@ -178,8 +179,13 @@ async function measure(
  */
 async function readStatements(superuserUrl: string, exchanges: number, nested: boolean): Promise<string[]> {
   const rows = await withClient(superuserUrl, async (client) => {
-    const { rows: found } = await client.query<{ calls: string; mean_ms: number; query: string }>(
-      `SELECT calls, mean_exec_time AS mean_ms, regexp_replace(query, '\\s+', ' ', 'g') AS query
+    const { rows: found } = await client.query<{
+      calls: string;
+      mean_ms: number;
+      mean_plan_ms: number;
+      query: string;
+    }>(
+      `SELECT calls, mean_exec_time AS mean_ms, mean_plan_time AS mean_plan_ms, regexp_replace(query, '\\s+', ' ', 'g') AS query
          FROM pg_stat_statements
         WHERE dbid = (SELECT oid FROM pg_database WHERE datname = current_database())
           AND query NOT LIKE '%pg_stat_statements%' AND (toplevel OR $1)
@@ -193,7 +199,7 @@ async function readStatements(superuserUrl: string, exchanges: number, nested: b
     .map(
       (row) =>
         `  ${(Number(row.calls) / exchanges).toFixed(2).padStart(5)} per ${unit}, mean ` +
-        `${row.mean_ms.toFixed(3)} ms: ${row.query.slice(0, nested ? 160 : 100)}`,
+        `${row.mean_ms.toFixed(3)} ms, planning ${row.mean_plan_ms.toFixed(3)} ms: ${row.query.slice(0, nested ? 160 : 100)}`,
     );
 }
 
@@ -261,6 +267,8 @@ function summarizeProfile(file: string, exchanges: number): string[] {
 function keepProfiles(workDir: string, serviceFile: string, into: string): void {
   const passthroughDir = path.join(workDir, 'passthrough-profile');
   const passthroughFile = readdirSync(passthroughDir).find((name) => name.endsWith('.cpuprofile'));
+  // The directory is the user's to name: a new one is made rather than the run lost at its very end.
+  mkdirSync(into, { recursive: true });
   copyFileSync(path.join(workDir, serviceFile), path.join(into, `service-${unit}.cpuprofile`));
   if (passthroughFile) {
     copyFileSync(
@@ -291,6 +299,8 @@ async function run(): Promise<void> {
       settings: [
         "shared_preload_libraries = 'pg_stat_statements'",
         `pg_stat_statements.track = ${options.nestedStatements ? 'all' : 'top'}`,
+        // A prepared statement is planned again for its parameters until a generic plan is found cheaper.
+        'pg_stat_statements.track_planning = on',
       ],
     });
     const databaseUrl = await cluster.createServiceDatabase('acs_profile', 'acs_profile');

@@ -42,7 +42,8 @@ import { APP_NAME } from './targets';
  * service and the passthrough each with an emulator of its own, loaded with exchanges in turn. For each it prints the CPU time per exchange of every
  * process that works for it (from /proc: the target, its emulator, the cluster's processes), for the
  * service the statements per exchange, their mean times and their planning time per call (a statement
- * planned anew each time shows there), and with --cpu-profile the service's own
+ * planned anew each time shows there), the service's CPU in all and req/s as multiples of the passthrough's
+ * (what compares across machines), and with --cpu-profile the service's own
  * CPU time by activity (`node --cpu-prof`). The machine is shared: read CPU per exchange rather than
  * req/s, and compare runs made at a similar load.
  *
@@ -186,10 +187,11 @@ async function readStatements(superuserUrl: string, exchanges: number, nested: b
       plan_ms_per_call: number;
       query: string;
     }>(
-      `SELECT calls, mean_exec_time AS mean_ms, total_plan_time / calls AS plan_ms_per_call, regexp_replace(query, '\\s+', ' ', 'g') AS query
+      `SELECT calls, mean_exec_time AS mean_ms, total_plan_time / NULLIF(calls, 0) AS plan_ms_per_call, regexp_replace(query, '\\s+', ' ', 'g') AS query
          FROM pg_stat_statements
         WHERE dbid = (SELECT oid FROM pg_database WHERE datname = current_database())
-          AND query NOT LIKE '%pg_stat_statements%' AND (toplevel OR $1)
+          -- A statement planned while the round ended may not have run yet (calls = 0).
+          AND calls > 0 AND query NOT LIKE '%pg_stat_statements%' AND (toplevel OR $1)
         ORDER BY CASE WHEN $1 THEN total_exec_time ELSE calls END DESC LIMIT 30`,
       [nested],
     );
@@ -410,6 +412,7 @@ async function run(): Promise<void> {
       `| target | req/s | p50 ms | errors | its own CPU | its emulator | PostgreSQL | total CPU per ${unit} |`,
     );
     print('| --- | --: | --: | --: | --: | --: | --: | --: |');
+    const totals = new Map<string, { cpu: number; requestsPerSecond: number }>();
     for (const [name, measured] of results) {
       const mean = (pick: (one: Measured) => number) =>
         measured.reduce((sum, one) => sum + pick(one), 0) / measured.length;
@@ -424,6 +427,21 @@ async function run(): Promise<void> {
           `${mean((one) => one.round.p50).toFixed(0)} | ${errors} | ${cpu.target.toFixed(2)} ms | ` +
           `${cpu.emulator.toFixed(2)} ms | ${cpu.postgres.toFixed(2)} ms | ` +
           `${(cpu.target + cpu.emulator + cpu.postgres).toFixed(2)} ms |`,
+      );
+      totals.set(name, {
+        cpu: cpu.target + cpu.emulator + cpu.postgres,
+        requestsPerSecond: mean((one) => one.round.requestsPerSecond),
+      });
+    }
+    // Machines here differ in speed by more than twice between sessions: the ratio is what compares.
+    const serviceTotal = totals.get('service');
+    const passthroughTotal = totals.get('passthrough');
+    if (serviceTotal && passthroughTotal) {
+      print('');
+      print(
+        `The service against the passthrough: ${(serviceTotal.cpu / passthroughTotal.cpu).toFixed(2)}× the ` +
+          `CPU per ${unit} in all, ` +
+          `${(serviceTotal.requestsPerSecond / passthroughTotal.requestsPerSecond).toFixed(2)}× the req/s.`,
       );
     }
     print('');

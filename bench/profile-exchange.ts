@@ -187,7 +187,7 @@ async function readStatements(superuserUrl: string, exchanges: number, nested: b
       plan_ms_per_call: number;
       query: string;
     }>(
-      `SELECT calls, mean_exec_time AS mean_ms, total_plan_time / NULLIF(calls, 0) AS plan_ms_per_call, regexp_replace(query, '\\s+', ' ', 'g') AS query
+      `SELECT calls, mean_exec_time AS mean_ms, total_plan_time / calls AS plan_ms_per_call, regexp_replace(query, '\\s+', ' ', 'g') AS query
          FROM pg_stat_statements
         WHERE dbid = (SELECT oid FROM pg_database WHERE datname = current_database())
           -- A statement planned while the round ended may not have run yet (calls = 0).
@@ -421,17 +421,17 @@ async function run(): Promise<void> {
         emulator: mean((one) => one.cpu.emulator),
         postgres: mean((one) => one.cpu.postgres),
       };
-      const errors = measured.reduce((sum, one) => sum + one.round.errors, 0);
-      print(
-        `| ${name} | ${mean((one) => one.round.requestsPerSecond).toFixed(0)} | ` +
-          `${mean((one) => one.round.p50).toFixed(0)} | ${errors} | ${cpu.target.toFixed(2)} ms | ` +
-          `${cpu.emulator.toFixed(2)} ms | ${cpu.postgres.toFixed(2)} ms | ` +
-          `${(cpu.target + cpu.emulator + cpu.postgres).toFixed(2)} ms |`,
-      );
-      totals.set(name, {
+      const total = {
         cpu: cpu.target + cpu.emulator + cpu.postgres,
         requestsPerSecond: mean((one) => one.round.requestsPerSecond),
-      });
+      };
+      const errors = measured.reduce((sum, one) => sum + one.round.errors, 0);
+      print(
+        `| ${name} | ${total.requestsPerSecond.toFixed(0)} | ` +
+          `${mean((one) => one.round.p50).toFixed(0)} | ${errors} | ${cpu.target.toFixed(2)} ms | ` +
+          `${cpu.emulator.toFixed(2)} ms | ${cpu.postgres.toFixed(2)} ms | ${total.cpu.toFixed(2)} ms |`,
+      );
+      totals.set(name, total);
     }
     // Machines here differ in speed by more than twice between sessions: the ratio is what compares.
     const serviceTotal = totals.get('service');

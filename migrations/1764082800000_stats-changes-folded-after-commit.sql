@@ -6,13 +6,12 @@ SET LOCAL lock_timeout = '2s';
 -- transaction: on an exchange's path, two upserts over six groupings, a slot's advisory lock, and the users'
 -- counts at commit (`npm run profile-exchange -- --nested-statements`: 2.0 ms per exchange, 1.55 ms of the
 -- exchange statement's 3.85 ms and 0.44 ms at its commit; the same kind of work for every statement that
--- changes a status). The
--- triggers now only note each statement's changes, one row in stats_changes, and the changes are folded into
--- the tallies later, many at once: by every outbox pass (housekeeping), and by every read of the figures
--- before it reads (/admin/stats, the metrics' gauges), so that a read still sees every change committed
--- before it began. The figures are as exact as before; the tests recount every one from the base tables.
--- During a rolling deploy the previous release reads the tallies without folding: its figures lag by one
--- outbox pass of the new instances (OUTBOX_POLL_INTERVAL_MS) at most.
+-- changes a status). The triggers now only note each statement's changes, one row in stats_changes, and the
+-- changes are folded into the tallies later, many at once: by every outbox pass (housekeeping), and by every
+-- read of the figures before it reads (/admin/stats, the metrics' gauges), so that a read still sees every
+-- change committed before it began. The figures are as exact as before; the tests recount every one from the
+-- base tables. During a rolling deploy the previous release reads the tallies without folding: its figures
+-- lag by one outbox pass of the new instances (OUTBOX_POLL_INTERVAL_MS) at most.
 --
 -- The changes are kept as JSON, not as the stats-tallies migration's types: nothing here depends on that
 -- migration's objects, so that it can still be taken down and up alone (its test does).
